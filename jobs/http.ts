@@ -1,0 +1,97 @@
+/**
+ * `kind: http`: serverless-style invocation. POSTs (by default) a JSON body describing the occurrence to a
+ * URL. A 2xx answer is success; any other status, a network error or the timeout is a failure. The body carries
+ * `fencingToken` so the receiver can refuse a stale claimant's late call (Kleppmann's fencing pattern).
+ */
+import { z } from 'zod';
+import { positiveDurationMs } from '../runner/config/zod-duration.js';
+import type { JobContext, JobKind } from './types.js';
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // RFC 9110 §5.1 token
+
+/** Parameters of an http job, as written in a schedule file. */
+export const httpJobSchema = z
+  .strictObject({
+    kind: z.literal('http'),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
+    headers: z
+      .record(z.string().regex(HEADER_NAME, 'is not a valid HTTP header name'), z.string())
+      .default({}),
+    /** Extra JSON merged into the request body under `params`. */
+    params: z.record(z.string(), z.unknown()).optional(),
+    timeout: positiveDurationMs.default(30_000).describe('per-request timeout, e.g. 10s (default 30s)'),
+  })
+  .transform(({ timeout, ...rest }) => ({ ...rest, timeoutMs: timeout }));
+
+/** Parameters after validation: `timeoutMs` in milliseconds. */
+export type HttpJobParams = z.output<typeof httpJobSchema>;
+
+/** Request body sent by an http job. Times are ISO 8601 UTC. */
+export interface HttpJobBody {
+  schedule: string;
+  occurrence: string;
+  dueAt: string;
+  fireAt: string;
+  startedAt: string;
+  attempt: number;
+  fencingToken: number;
+  manual: boolean;
+  replica: string;
+  params?: Record<string, unknown>;
+}
+
+/** Error of a failed http call; `status` is set when the server answered. */
+export class HttpJobError extends Error {
+  readonly code = 'HTTP_JOB_FAILED';
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'HttpJobError';
+  }
+}
+
+async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number }> {
+  const o = ctx.occurrence;
+  const body: HttpJobBody = {
+    schedule: o.schedule,
+    occurrence: o.key,
+    dueAt: new Date(o.dueMs).toISOString(),
+    fireAt: new Date(o.fireMs).toISOString(),
+    startedAt: new Date(o.startMs).toISOString(),
+    attempt: o.attempt,
+    fencingToken: o.fencingToken,
+    manual: o.manual,
+    replica: ctx.replica,
+    ...(p.params ? { params: p.params } : {}),
+  };
+  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(p.timeoutMs)]);
+  const hasBody = p.method !== 'GET' && p.method !== 'DELETE';
+  let res: Response;
+  try {
+    res = await fetch(p.url, {
+      method: p.method,
+      headers: {
+        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        'x-cronflock-occurrence': o.key,
+        'x-cronflock-fencing-token': String(o.fencingToken),
+        ...p.headers,
+      },
+      body: hasBody ? JSON.stringify(body) : undefined,
+      signal,
+    });
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+    if (signal.aborted) throw new HttpJobError(`timed out after ${p.timeoutMs} ms`);
+    throw new HttpJobError(`request failed: ${(err as Error).cause ?? (err as Error).message}`);
+  }
+  // Drain the body so the connection can be reused; its content is not part of the result.
+  await res.arrayBuffer().catch(() => undefined);
+  if (res.status < 200 || res.status > 299) throw new HttpJobError(`answered ${res.status}`, res.status);
+  return { status: res.status };
+}
+
+/** The `http` job kind. */
+export const httpJob: JobKind<HttpJobParams> = { kind: 'http', schema: httpJobSchema, run };

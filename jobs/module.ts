@@ -1,0 +1,78 @@
+/**
+ * `kind: module`: a job written by the user in JavaScript or TypeScript. `path` (relative to the schedule file)
+ * names a module whose default export has `run(context, params)`; `params` is passed through as written.
+ * TypeScript modules are loaded through tsx, so no build step is needed for them.
+ */
+import { access } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { JobCompileError, type JobContext, type JobKind } from './types.js';
+
+/** Parameters of a module job, as written in a schedule file. */
+export const moduleJobSchema = z.strictObject({
+  kind: z.literal('module'),
+  path: z.string().min(1, 'must name a .js, .mjs or .ts file'),
+  params: z.record(z.string(), z.unknown()).default({}),
+});
+
+/** Parameters after validation. */
+export type ModuleJobParams = z.output<typeof moduleJobSchema>;
+
+/** What a user module's default export must provide. */
+export interface UserJob {
+  run(ctx: JobContext, params: Record<string, unknown>): Promise<unknown> | unknown;
+}
+
+/** A compiled module job: the resolved file and the loaded export. */
+export interface CompiledModuleJob {
+  kind: 'module';
+  file: string;
+  params: Record<string, unknown>;
+  job: UserJob;
+}
+
+/**
+ * Imports a user job module; `.ts`, `.mts` and `.cts` through tsx.
+ * @throws JobCompileError (field `path`) when the file is missing or its default export has no `run`.
+ */
+export async function importUserJob(file: string): Promise<UserJob> {
+  try {
+    await access(file);
+  } catch {
+    throw new JobCompileError(`module not found: ${file}`, ['path']);
+  }
+  let mod: { default?: unknown };
+  try {
+    if (/\.[mc]?ts$/.test(file)) {
+      const { tsImport } = await import('tsx/esm/api');
+      mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as { default?: unknown };
+    } else {
+      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    }
+  } catch (err) {
+    throw new JobCompileError(`module ${file} failed to load: ${(err as Error).message}`, ['path']);
+  }
+  let exported = mod.default as { run?: unknown; default?: { run?: unknown } } | undefined;
+  // tsx may wrap a CommonJS-shaped default export once more.
+  if (exported && typeof exported.run !== 'function' && exported.default) exported = exported.default;
+  if (!exported || typeof exported.run !== 'function') {
+    throw new JobCompileError(`module ${file} must have a default export with a run(context, params) function`, [
+      'path',
+    ]);
+  }
+  return exported as UserJob;
+}
+
+/** The `module` job kind. */
+export const moduleJob: JobKind<ModuleJobParams, CompiledModuleJob> = {
+  kind: 'module',
+  schema: moduleJobSchema,
+  async compile(p, ctx) {
+    const file = isAbsolute(p.path) ? p.path : resolve(ctx.baseDir, p.path);
+    return { kind: 'module', file, params: p.params, job: await importUserJob(file) };
+  },
+  async run(ctx, p) {
+    return p.job.run(ctx, p.params);
+  },
+};

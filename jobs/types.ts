@@ -1,0 +1,83 @@
+/**
+ * The contract between the engine and a job kind.
+ *
+ * A job kind is one module: a zod schema for its parameters (the `job:` block of a schedule, `kind` included)
+ * and a `run(context, params)` that does the work and honours `context.signal`. The engine calls `run` only
+ * while it holds the claim of the occurrence; when the claim is lost (stale claimant, timeout, hand-over on
+ * SIGTERM) the signal fires and whatever `run` still does is refused at completion by the fencing token.
+ */
+import type { z } from 'zod';
+
+/** Minimal structured logger handed to jobs (a pino child logger satisfies it). */
+export interface JobLogger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+  debug(obj: object | string, msg?: string): void;
+}
+
+/** What a job sees of the occurrence it runs. Times are UTC ms since the epoch. */
+export interface OccurrenceInfo {
+  /** Schedule name (DNS-1123 label). */
+  schedule: string;
+  /** `<schedule>@<due ISO>`: the identity of the occurrence. */
+  key: string;
+  /** Nominal instant produced by the cron expression. */
+  dueMs: number;
+  /** Due time plus the jitter offset: when the run was meant to start. */
+  fireMs: number;
+  /** When this attempt started, on the Redis clock. */
+  startMs: number;
+  /** 1 for the first attempt; re-claims after a stall add attempts. */
+  attempt: number;
+  /** Grows with every claim of this occurrence; pass it to systems that can refuse stale writers. */
+  fencingToken: number;
+  /** True for `cronflock trigger` and backfill occurrences. */
+  manual: boolean;
+}
+
+/** Argument of {@link JobKind.run}. */
+export interface JobContext {
+  occurrence: OccurrenceInfo;
+  /** Fires when the claim is lost, the run times out, or the replica hands the run over. Stop promptly. */
+  signal: AbortSignal;
+  log: JobLogger;
+  /** Identity of the replica running the job. */
+  replica: string;
+}
+
+/** What `compile` may use: where the schedule file is, for paths relative to it. */
+export interface CompileContext {
+  /** Absolute directory of the schedule file that defined the job. */
+  baseDir: string;
+}
+
+/**
+ * A job kind. `Params` is what the schema outputs (e.g. durations already in ms); `Compiled` is what `compile`
+ * returns (defaults to the params) and what `run` receives.
+ */
+export interface JobKind<Params extends { kind: string } = { kind: string }, Compiled = Params> {
+  /** Value of `job.kind` in schedule files. */
+  readonly kind: Params['kind'];
+  /** Validates the whole `job:` block, `kind` included. Errors carry the field path for file:line:col reports. */
+  readonly schema: z.ZodType<Params>;
+  /**
+   * Checks that need the file system or other context (e.g. that a module path exists and exports `run`).
+   * Runs at load time, before anything is scheduled; throws `JobCompileError` with the field and the reason.
+   */
+  compile?(params: Params, ctx: CompileContext): Promise<Compiled>;
+  /** Does the work of one attempt. Resolves on success; rejects (or throws) on failure. */
+  run(ctx: JobContext, params: Compiled): Promise<unknown>;
+}
+
+/** A load-time error of a job block: `path` is relative to the `job:` block (e.g. `['path']`). */
+export class JobCompileError extends Error {
+  readonly code = 'JOB_INVALID';
+  constructor(
+    message: string,
+    readonly path: (string | number)[],
+  ) {
+    super(message);
+    this.name = 'JobCompileError';
+  }
+}
