@@ -1,0 +1,289 @@
+/**
+ * The executor: a BullMQ worker whose processor turns a delivered occurrence into at most one live claim.
+ *
+ * BullMQ gives at-least-once delivery, stall detection (a job whose lock expired goes back to wait) and fast
+ * hand-off between replicas (blocking pops, markers). It does not fence: a stale worker's side effects go on,
+ * and a failed lock renewal only emits an event. So each delivery goes through the claim script (one live
+ * claimant, fencing token, the Redis clock), the run is tied to a {@link ClaimHolder} whose AbortSignal fires
+ * when the claim is lost, and the result is recorded only by the current claimant.
+ *
+ * When a claim ends without a recorded result (lost, or handed over on SIGTERM), the job is put back in
+ * `wait` at once so another replica claims it without waiting for BullMQ's stall check.
+ */
+import { WaitingError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { findJobKind } from '../../jobs/registry.js';
+import type { JobContext } from '../../jobs/types.js';
+import type { Logger } from '../log.js';
+import type { Keyspace } from '../redis/keys.js';
+import type { RedisClock } from '../redis/clock.js';
+import type { Store } from '../redis/store.js';
+import { ClaimHolder, ClaimLostError } from './claim.js';
+import type { RunnerOptions } from './options.js';
+import type { OccurrenceJobData } from './planner.js';
+import type { EngineSchedule } from './schedule.js';
+
+/** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
+export interface RunEvent {
+  schedule: string;
+  key: string;
+  state: 'succeeded' | 'failed' | 'lost' | 'handover' | 'skipped' | 'missed' | 'final' | 'stale' | 'stalled-out';
+  replica: string;
+  attempt?: number;
+  fencingToken?: number;
+  dueMs: number;
+  fireMs: number;
+  startMs?: number;
+  endMs?: number;
+  error?: string;
+  /** For a lost claim: whether its late completion was refused. */
+  recorded?: boolean;
+}
+
+interface ActiveRun {
+  holder: ClaimHolder;
+  done: Promise<unknown>;
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** Runs claimed occurrences on this replica. */
+export class Executor {
+  private worker: Worker<OccurrenceJobData> | undefined;
+  private readonly stopping = new AbortController();
+  private readonly active = new Map<string, ActiveRun>();
+  private schedules = new Map<string, EngineSchedule>();
+  /** Listeners of finished runs (tests, demo). */
+  onRun: ((e: RunEvent) => void) | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly keys: Keyspace,
+    private readonly connection: Redis,
+    private readonly clock: RedisClock,
+    private readonly opts: RunnerOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Sets the schedules this replica knows; deliveries of other schedules are recorded skipped. */
+  setSchedules(schedules: readonly EngineSchedule[]): void {
+    this.schedules = new Map(schedules.map((s) => [s.name, s]));
+  }
+
+  /** Starts taking deliveries. */
+  start(): void {
+    this.worker = new Worker<OccurrenceJobData>(this.keys.queueName, (job, token) => this.process(job, token), {
+      connection: this.connection,
+      prefix: this.keys.ns,
+      concurrency: this.opts.concurrency,
+      lockDuration: this.opts.lockMs,
+      stalledInterval: this.opts.stalledIntervalMs,
+      // Stalls are counted by the claim script, which records the failure; BullMQ must not fail jobs silently.
+      maxStalledCount: 1_000_000,
+      autorun: true,
+    });
+    this.worker.on('error', (err) => this.log.debug({ err: err.message }, 'queue worker error'));
+    this.worker.on('lockRenewalFailed', (ids: string[]) => {
+      for (const id of ids) this.active.get(id)?.holder.abort(new ClaimLostError(`queue lock of ${id} lost`));
+    });
+  }
+
+  /** Number of claims held now. */
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  /**
+   * Stops taking deliveries; lets running runs finish within `graceMs`, then aborts the rest and hands them over
+   * (released claim, job back in wait) so another replica claims them at once.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (!this.worker) return;
+    const closing = this.worker.close(); // stops fetching; resolves when processors returned
+    this.stopping.abort(); // jobs still waiting for their fire time go back at once
+    const deadline = Date.now() + graceMs;
+    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
+    await Promise.allSettled([...this.active.values()].map((r) => r.done));
+    await closing;
+  }
+
+  private emit(e: RunEvent): void {
+    try {
+      this.onRun?.(e);
+    } catch {
+      /* a listener's bug must not affect runs */
+    }
+  }
+
+  private async giveBack(job: Job<OccurrenceJobData>, token: string | undefined): Promise<never> {
+    await job.moveToWait(token).catch(() => undefined); // fails harmlessly when our queue lock is gone
+    throw new WaitingError();
+  }
+
+  private async process(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
+    const d = job.data;
+    const o = this.opts;
+    const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica };
+    const sched = this.schedules.get(d.schedule);
+    if (!sched) {
+      const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
+      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
+      this.log.warn({ occurrence: d.key }, reason);
+      this.emit({ ...base, state: 'skipped', error: reason });
+      return;
+    }
+    const kind = findJobKind(sched.job.kind);
+    if (!kind) throw new Error(`unknown job kind ${sched.job.kind}`); // refused at load; unreachable
+
+    // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back.
+    await sleep(this.clock.delayUntil(d.fireMs), this.stopping.signal);
+    let claim;
+    for (;;) {
+      if (this.stopping.signal.aborted) return this.giveBack(job, token);
+      const sentMono = performance.now();
+      claim = await this.store.claim({
+        replica: o.replica,
+        schedule: d.schedule,
+        key: d.key,
+        dueMs: d.dueMs,
+        fireMs: d.fireMs,
+        manual: d.manual,
+        lockMs: o.lockMs,
+        horizonMs: o.horizonMs,
+        retentionMs: o.retentionMs,
+        startingDeadlineMs: sched.startingDeadlineMs,
+        earlyToleranceMs: 0,
+        maxStalls: o.maxStalls,
+      });
+      if (claim.status === 'early') await sleep(claim.waitMs + 1, this.stopping.signal);
+      else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
+      else if (claim.status === 'claimed') return this.run(job, token, sched, kind, claim, sentMono);
+      else {
+        this.log.info({ occurrence: d.key, outcome: claim.status }, 'delivery closed without a run');
+        this.emit({ ...base, state: claim.status === 'final' ? 'final' : claim.status });
+        return;
+      }
+    }
+  }
+
+  private async run(
+    job: Job<OccurrenceJobData>,
+    token: string | undefined,
+    sched: EngineSchedule,
+    kind: NonNullable<ReturnType<typeof findJobKind>>,
+    claim: { token: number; attempt: number; nowMs: number },
+    sentMono: number,
+  ): Promise<unknown> {
+    const d = job.data;
+    const o = this.opts;
+    const log = this.log.child({ occurrence: d.key, attempt: claim.attempt, fencingToken: claim.token });
+    const holder = new ClaimHolder(this.store, d.key, claim.token, o.lockMs, o.retentionMs, sentMono, log);
+    const ctx: JobContext = {
+      occurrence: {
+        schedule: d.schedule,
+        key: d.key,
+        dueMs: d.dueMs,
+        fireMs: d.fireMs,
+        startMs: claim.nowMs,
+        attempt: claim.attempt,
+        fencingToken: claim.token,
+        manual: d.manual,
+      },
+      signal: holder.signal,
+      log,
+      replica: o.replica,
+    };
+    const base = {
+      schedule: d.schedule,
+      key: d.key,
+      dueMs: d.dueMs,
+      fireMs: d.fireMs,
+      replica: o.replica,
+      attempt: claim.attempt,
+      fencingToken: claim.token,
+      startMs: claim.nowMs,
+    };
+    log.info(
+      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs },
+      'run started',
+    );
+    const settled = Promise.resolve()
+      .then(() => kind.run(ctx, sched.job))
+      .then(
+        (value: unknown) => ({ ok: true as const, value }),
+        (err: unknown) => ({ ok: false as const, err }),
+      );
+    const entry: ActiveRun = { holder, done: settled };
+    this.active.set(job.id!, entry);
+    try {
+      const first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
+      if ('lost' in first) {
+        const lost = first.lost;
+        if (lost.kind === 'handover') await this.store.release(d.key, claim.token, lost.message).catch(() => false);
+        log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
+        // Whatever the stale run still does is fenced: its completion is sent and refused (and counted).
+        void settled.then(async (r) => {
+          const accepted = await this.finish(d.key, claim.token, r).catch(() => false);
+          log.warn({ accepted }, accepted ? 'late completion accepted' : 'late completion refused (stale fencing token)');
+        });
+        this.emit({ ...base, state: lost.kind === 'handover' ? 'handover' : 'lost', error: lost.message });
+        return await this.giveBack(job, token);
+      }
+      holder.close();
+      const accepted = await this.finish(d.key, claim.token, first);
+      const endMs = this.clock.now();
+      if (!accepted) {
+        log.warn('completion refused: the claim lapsed or was taken over before the run finished');
+        this.emit({ ...base, state: 'lost', recorded: false, endMs });
+        return await this.giveBack(job, token);
+      }
+      const error = first.ok ? undefined : errorText(first.err);
+      log.info({ state: first.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
+      this.emit({ ...base, state: first.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
+      return undefined;
+    } finally {
+      holder.close();
+      this.active.delete(job.id!);
+    }
+  }
+
+  private finish(key: string, token: number, r: { ok: true; value: unknown } | { ok: false; err: unknown }): Promise<boolean> {
+    const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
+    return this.store.finish(key, token, {
+      state: r.ok ? 'succeeded' : 'failed',
+      reason: r.ok ? '' : 'job failed',
+      error: r.ok ? '' : errorText(r.err),
+      result,
+      retentionMs: this.opts.retentionMs,
+    });
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function errorText(err: unknown): string {
+  const e = err as { message?: unknown; name?: unknown };
+  return String(e?.message ?? err).slice(0, 2000);
+}
+
+function safeJson(v: unknown): string | undefined {
+  try {
+    const s = JSON.stringify(v);
+    return s && s.length <= 4096 ? s : undefined;
+  } catch {
+    return undefined;
+  }
+}

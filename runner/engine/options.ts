@@ -1,0 +1,99 @@
+/**
+ * Runner options: what a user sets (flags, environment) compiled into what the engine uses, with units in the
+ * names and the relations between them checked once, up front (the Temporal options-pipeline pattern).
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+
+/** Options of one replica. All durations in ms. Every replica of a flock should use the same values. */
+export interface RunnerOptions {
+  /** Redis key namespace (hash tag) of the flock. */
+  namespace: string;
+  /** This replica's name in run records and logs; unique per process. */
+  replica: string;
+  /** Lease of a claim and BullMQ lock duration. A SIGKILLed claimant's run moves on within about lockMs + stalledIntervalMs. */
+  lockMs: number;
+  /** How often (flock-wide) BullMQ looks for jobs whose lock expired. */
+  stalledIntervalMs: number;
+  /** Re-claims after a stall before the occurrence fails with reason "stalled". */
+  maxStalls: number;
+  /** How far ahead occurrences are planned and enqueued. */
+  lookaheadMs: number;
+  /** Planner period. */
+  tickMs: number;
+  /** A job is handed to a worker this long before its fire time; the worker then waits on a precise local timer. */
+  prefetchMs: number;
+  /** Occurrences later than this after their fire time when first planned follow the catch-up policy. */
+  catchUpGraceMs: number;
+  /** How far back occurrences are accounted for; older ones are never created or run. Must be < retentionMs. */
+  horizonMs: number;
+  /** How long run records (and finished BullMQ jobs) are kept. */
+  retentionMs: number;
+  /** Runs (including prefetched ones waiting for their fire time) one replica holds at once. */
+  concurrency: number;
+  /** On SIGTERM, how long running runs may finish before they are aborted and handed over. */
+  shutdownGraceMs: number;
+  /** A planned occurrence not claimed this long after its fire time is checked for a lost enqueue. */
+  sweepAfterMs: number;
+}
+
+/** Defaults: failover within ~6 s of a SIGKILL (lock 4 s + stall check 2 s), under the 10 s promised. */
+export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
+  namespace: 'cronflock',
+  lockMs: 4_000,
+  stalledIntervalMs: 2_000,
+  maxStalls: 3,
+  lookaheadMs: 3_000,
+  tickMs: 500,
+  prefetchMs: 500,
+  catchUpGraceMs: 1_000,
+  horizonMs: 3_600_000,
+  retentionMs: 86_400_000,
+  concurrency: 200,
+  shutdownGraceMs: 10_000,
+  sweepAfterMs: 5_000,
+};
+
+/** The shortest lock this engine supports: below it, renewals (every lockMs/3) compete with real work. */
+export const MIN_LOCK_MS = 500;
+
+/** Invalid runner options; the message names the option and how to fix it. */
+export class OptionsError extends Error {
+  readonly code = 'OPTIONS_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'OptionsError';
+  }
+}
+
+/** A default replica name: host, pid and a random suffix (pids repeat across containers). */
+export function defaultReplicaName(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
+}
+
+/**
+ * Fills defaults and checks the relations between options.
+ * @throws OptionsError naming the first option that is out of range.
+ */
+export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions {
+  const o: RunnerOptions = { ...DEFAULT_OPTIONS, replica: defaultReplicaName(), ...user };
+  if (user.stalledIntervalMs === undefined && user.lockMs !== undefined) o.stalledIntervalMs = Math.max(100, Math.floor(o.lockMs / 2));
+  const need = (ok: boolean, msg: string): void => {
+    if (!ok) throw new OptionsError(msg);
+  };
+  for (const [k, v] of Object.entries(o)) {
+    if (typeof v === 'number') need(Number.isFinite(v) && v >= 0, `${k} must be a non-negative number (got ${v})`);
+  }
+  need(o.lockMs >= MIN_LOCK_MS, `lockMs must be at least ${MIN_LOCK_MS} ms (got ${o.lockMs})`);
+  need(o.stalledIntervalMs >= 100 && o.stalledIntervalMs <= o.lockMs, `stalledIntervalMs must be between 100 ms and lockMs (${o.lockMs} ms)`);
+  need(o.tickMs >= 50 && o.tickMs * 2 <= o.lookaheadMs, `tickMs must be ≥ 50 ms and at most half of lookaheadMs (${o.lookaheadMs} ms)`);
+  need(o.prefetchMs < o.lookaheadMs, `prefetchMs must be shorter than lookaheadMs (${o.lookaheadMs} ms)`);
+  need(
+    o.retentionMs > o.horizonMs + o.lookaheadMs,
+    `retentionMs (${o.retentionMs} ms) must exceed horizonMs + lookaheadMs (${o.horizonMs + o.lookaheadMs} ms): a replica that lagged behind must find the record of any occurrence it could still plan`,
+  );
+  need(o.concurrency >= 1 && Number.isInteger(o.concurrency), 'concurrency must be a whole number ≥ 1');
+  need(Number.isInteger(o.maxStalls) && o.maxStalls >= 0, 'maxStalls must be a whole number ≥ 0');
+  need(o.replica.length > 0 && !/\s/.test(o.replica), 'replica must be a non-empty name without spaces');
+  return o;
+}

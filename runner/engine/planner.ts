@@ -1,0 +1,196 @@
+/**
+ * The planner: turns schedules and the clock into occurrences in Redis, on every replica, without a leader.
+ *
+ * Why this holds (promises 1, 2, 4 of the design notes):
+ * - Occurrences are derived, not stored pointers: each replica iterates each schedule's due times and offers
+ *   every occurrence due before `now + lookahead` to the `plan` script, which records it only if no record
+ *   exists (first writer wins). Three replicas offering the same occurrence create one record and one job.
+ * - Planning resumes from a per-schedule watermark (the latest planned due time) that only ever grows; it is a
+ *   cache — if it is lost, planning restarts from now and the records still de-duplicate.
+ * - Recording comes before enqueueing. If a replica dies between the two, the occurrence sits in `pending`
+ *   without a BullMQ job; the sweeper (any replica) finds it after `sweepAfterMs` and enqueues it. BullMQ's
+ *   job id (`<schedule>@<due ms>`) de-duplicates concurrent enqueues while the job exists, and finished jobs
+ *   are kept as long as run records, so a late enqueue cannot make a second job for a finished occurrence; even
+ *   if it did, the claim script refuses to run a final occurrence.
+ * - A replica that lags far behind (paused longer than the record retention) offers only occurrences within
+ *   the horizon, which is shorter than the retention, so it can never revive one whose record has expired.
+ * - Jobs are enqueued delayed until `fire − prefetch`. BullMQ promotes delayed jobs with each host's clock and
+ *   Redis `hz` granularity; the prefetch absorbs both, and the worker then waits for the fire time on a local
+ *   timer corrected to the Redis clock, and the claim script refuses any claim before the fire time.
+ *
+ * Cost: schedules sit in a min-heap by next due time, so a tick touches only schedules with due occurrences,
+ * not every registered schedule.
+ */
+import type { Queue } from 'bullmq';
+import type { Logger } from '../log.js';
+import type { RedisClock } from '../redis/clock.js';
+import type { PlannedOccurrence, Store } from '../redis/store.js';
+import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
+import { decide } from './dispositions.js';
+import { MinHeap } from './heap.js';
+import type { RunnerOptions } from './options.js';
+import type { EngineSchedule } from './schedule.js';
+
+/** Data of a BullMQ job: one occurrence. Times UTC ms. */
+export interface OccurrenceJobData {
+  schedule: string;
+  key: string;
+  dueMs: number;
+  fireMs: number;
+  manual: boolean;
+}
+
+/** Most candidates one schedule contributes to one tick (a catch-up after a long pause is spread over ticks). */
+const MAX_PER_SCHEDULE_PER_TICK = 5_000;
+/** Occurrences per plan script call. */
+const PLAN_CHUNK = 500;
+
+/** Plans occurrences of a set of schedules; one per replica. */
+export class Planner {
+  private readonly heap = new MinHeap<EngineSchedule>();
+  private readonly cursors = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private lastSweepMs = 0;
+  /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
+  readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly queue: Queue,
+    private readonly clock: RedisClock,
+    private readonly opts: RunnerOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Loads watermarks and starts ticking. A schedule with a watermark resumes after it (bounded by the horizon);
+   * a schedule never planned starts at the current time, so a new schedule does not catch up on its past.
+   */
+  async start(schedules: readonly EngineSchedule[]): Promise<void> {
+    const now = this.clock.now();
+    const wms = await this.store.watermarks(schedules.map((s) => s.name));
+    for (const s of schedules) {
+      const wm = wms.get(s.name);
+      const from = wm === undefined ? now : Math.max(wm, now - this.opts.horizonMs);
+      this.cursors.set(s.name, from);
+      const next = s.due.next(from);
+      if (next !== null) this.heap.push(next, s);
+    }
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stops ticking and waits for a tick in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.tick()
+        .catch((err: unknown) => {
+          this.counters.errors++;
+          this.log.warn({ err: String((err as Error).message ?? err) }, 'planning failed; retrying');
+        })
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.opts.tickMs);
+        });
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
+  async tick(): Promise<void> {
+    this.counters.ticks++;
+    const now = this.clock.now();
+    const until = now + this.opts.lookaheadMs;
+    const popped: { s: EngineSchedule; next: number }[] = [];
+    const items: PlannedOccurrence[] = [];
+    const advanced = new Map<string, number>();
+    while ((this.heap.peekKey() ?? Infinity) <= until) {
+      const { key: first, value: s } = this.heap.pop()!;
+      popped.push({ s, next: first });
+      const cands: { dueMs: number; fireMs: number }[] = [];
+      // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
+      let due: number | null = Math.max(first, s.due.next(now - this.opts.horizonMs - 1) ?? first);
+      while (due !== null && due <= until && cands.length < MAX_PER_SCHEDULE_PER_TICK) {
+        cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
+        due = s.due.next(due);
+      }
+      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+      cands.forEach((c, i) =>
+        items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
+      );
+      if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
+    }
+    try {
+      for (let i = 0; i < items.length; i += PLAN_CHUNK) {
+        const chunk = items.slice(i, i + PLAN_CHUNK);
+        const { toEnqueue, finals } = await this.store.plan(chunk, {
+          horizonMs: this.opts.horizonMs,
+          retentionMs: this.opts.retentionMs,
+          replica: this.opts.replica,
+        });
+        this.counters.finals += finals;
+        if (toEnqueue.length > 0) {
+          const byKey = new Map(chunk.map((c) => [c.key, c]));
+          await this.enqueue(toEnqueue.map((k) => byKey.get(k)!));
+        }
+      }
+    } catch (err) {
+      // Nothing advances: the same occurrences are offered again next tick (plan is idempotent).
+      for (const { s, next } of popped) this.heap.push(next, s);
+      throw err;
+    }
+    for (const { s } of popped) {
+      const last = advanced.get(s.name) ?? this.cursors.get(s.name)!;
+      this.cursors.set(s.name, last);
+      const next = s.due.next(last);
+      if (next !== null) this.heap.push(next, s);
+    }
+    if (now - this.lastSweepMs >= this.opts.sweepAfterMs / 2) {
+      this.lastSweepMs = now;
+      await this.sweep();
+    }
+  }
+
+  /** Enqueues occurrences as BullMQ jobs, delayed until `fire − prefetch` on this host's clock. */
+  async enqueue(items: readonly Omit<OccurrenceJobData, 'manual'>[], manual = false): Promise<void> {
+    const keepS = Math.ceil(this.opts.retentionMs / 1000);
+    const now = this.clock.now();
+    await this.queue.addBulk(
+      items.map((it) => ({
+        name: it.schedule,
+        data: { schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, manual } satisfies OccurrenceJobData,
+        opts: {
+          jobId: `${it.schedule}@${it.dueMs}`,
+          delay: Math.max(0, it.fireMs - this.opts.prefetchMs - now),
+          removeOnComplete: { age: keepS },
+          removeOnFail: { age: keepS },
+        },
+      })),
+    );
+    this.counters.enqueued += items.length;
+  }
+
+  /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */
+  private async sweep(): Promise<void> {
+    const lost = await this.store.sweep({
+      sweepAfterMs: this.opts.sweepAfterMs,
+      limit: 200,
+      jobKeyPrefix: this.queue.toKey(''),
+      horizonMs: this.opts.horizonMs,
+      retentionMs: this.opts.retentionMs,
+    });
+    if (lost.length === 0) return;
+    this.counters.swept += lost.length;
+    this.log.warn({ count: lost.length }, 'sweeper re-enqueued planned occurrences whose job was missing');
+    await this.enqueue(lost.map((l) => ({ ...l, key: occurrenceKey(l.schedule, l.dueMs) })));
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * One replica: clock sync, planner and executor on one Redis. All replicas are equal; start as many as you
+ * like against the same Redis and namespace.
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
+import { RedisClock } from '../redis/clock.js';
+import { connectCommands, connectWorker } from '../redis/connect.js';
+import { Keyspace } from '../redis/keys.js';
+import { Store } from '../redis/store.js';
+import { Executor, type RunEvent } from './executor.js';
+import type { RunnerOptions } from './options.js';
+import { Planner } from './planner.js';
+import type { EngineSchedule } from './schedule.js';
+
+/** Clock resynchronisation period. */
+const CLOCK_SYNC_MS = 5_000;
+
+/** A running replica. Create with {@link Replica.start}. */
+export class Replica {
+  private clockTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  private constructor(
+    readonly opts: RunnerOptions,
+    readonly keys: Keyspace,
+    readonly store: Store,
+    readonly clock: RedisClock,
+    readonly planner: Planner,
+    readonly executor: Executor,
+    private readonly queue: Queue,
+    private readonly conns: Redis[],
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Connects, synchronises the clock, and starts planning and executing `schedules`.
+   * @throws when Redis cannot be reached for the first clock sample.
+   */
+  static async start(p: {
+    redisUrl: string;
+    schedules: readonly EngineSchedule[];
+    options: RunnerOptions;
+    log: Logger;
+    onRun?: (e: RunEvent) => void;
+  }): Promise<Replica> {
+    const { options: o, log } = p;
+    const keys = new Keyspace(o.namespace);
+    const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`);
+    const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`);
+    for (const c of [cmd, wrk]) c.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
+    const store = new Store(cmd, keys);
+    const clock = new RedisClock(cmd);
+    const first = await clock.sync();
+    log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
+    const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
+    queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
+    const planner = new Planner(store, queue, clock, o, log);
+    const executor = new Executor(store, keys, wrk, clock, o, log);
+    executor.onRun = p.onRun;
+    executor.setSchedules(p.schedules);
+    const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
+    executor.start();
+    await planner.start(p.schedules);
+    r.syncClockLoop();
+    return r;
+  }
+
+  private syncClockLoop(): void {
+    this.clockTimer = setTimeout(() => {
+      this.clock
+        .sync()
+        .then((s) => this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample'))
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
+        .finally(() => {
+          if (!this.stopped) this.syncClockLoop();
+        });
+    }, CLOCK_SYNC_MS);
+    this.clockTimer.unref?.();
+  }
+
+  /**
+   * Stops: no new plans or claims; running runs get `graceMs` to finish, then are handed over to other
+   * replicas at once. Closes the connections.
+   */
+  async stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.clockTimer) clearTimeout(this.clockTimer);
+    await this.planner.stop();
+    await this.executor.stop(graceMs);
+    await this.queue.close().catch(() => undefined);
+    for (const c of this.conns) c.disconnect();
+  }
+}

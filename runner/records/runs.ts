@@ -1,0 +1,107 @@
+/**
+ * Reading run records: what happened to each occurrence (see the words table of the design notes).
+ */
+import type { Redis } from 'ioredis';
+import type { Keyspace } from '../redis/keys.js';
+
+/** States of an occurrence. `scheduled` and `running` are open; the others are final. */
+export type RunState = 'scheduled' | 'running' | 'succeeded' | 'failed' | 'missed' | 'skipped';
+
+/** The record of one occurrence. Times are UTC ms; optional fields are absent until they apply. */
+export interface RunRecord {
+  key: string;
+  schedule: string;
+  state: RunState;
+  /** Why it was missed, skipped or failed. */
+  reason?: string;
+  dueMs: number;
+  fireMs: number;
+  manual: boolean;
+  /** Fencing token of the latest claim (0: never claimed). */
+  fencingToken: number;
+  /** Attempts started (claims). */
+  attempt: number;
+  /** Re-claims after a claimant's lease lapsed. */
+  stalls: number;
+  /** Claims given up on purpose (SIGTERM hand-over). */
+  handovers: number;
+  /** Completions refused because their fencing token was stale. */
+  refused: number;
+  /** Replica of the latest claim. */
+  replica?: string;
+  firstStartMs?: number;
+  startMs?: number;
+  /** First start minus fire time. */
+  latenessMs?: number;
+  endMs?: number;
+  error?: string;
+  result?: string;
+}
+
+const num = (v: string | undefined): number | undefined => (v === undefined || v === '' ? undefined : Number(v));
+
+/** Converts a run-record hash to a {@link RunRecord}; null for an empty hash (expired). */
+export function toRunRecord(h: Record<string, string>): RunRecord | null {
+  if (!h.key) return null;
+  const r: RunRecord = {
+    key: h.key,
+    schedule: h.schedule ?? '',
+    state: h.state as RunState,
+    dueMs: Number(h.dueMs),
+    fireMs: Number(h.fireMs),
+    manual: h.manual === '1',
+    fencingToken: Number(h.token ?? 0),
+    attempt: Number(h.attempt ?? 0),
+    stalls: Number(h.stalls ?? 0),
+    handovers: Number(h.handovers ?? 0),
+    refused: Number(h.refused ?? 0),
+  };
+  const opt: [keyof RunRecord, string | undefined][] = [
+    ['reason', h.reason],
+    ['replica', h.replica],
+    ['error', h.error],
+    ['result', h.result],
+  ];
+  for (const [k, v] of opt) if (v) (r as unknown as Record<string, unknown>)[k] = v;
+  for (const k of ['firstStartMs', 'startMs', 'latenessMs', 'endMs'] as const) {
+    const v = num(h[k]);
+    if (v !== undefined) r[k] = v;
+  }
+  return r;
+}
+
+/**
+ * Lists run records, newest due time first.
+ * @param o.schedule only this schedule (default: all schedules with records).
+ * @param o.limit at most this many per schedule (default 100).
+ * @param o.fromMs / o.toMs due-time bounds, inclusive (UTC ms).
+ */
+export async function listRuns(
+  redis: Redis,
+  keys: Keyspace,
+  o: { schedule?: string; limit?: number; fromMs?: number; toMs?: number } = {},
+): Promise<RunRecord[]> {
+  const names = o.schedule ? [o.schedule] : (await redis.smembers(keys.schedules)).sort();
+  const limit = o.limit ?? 100;
+  const out: RunRecord[] = [];
+  for (const name of names) {
+    const occ = await redis.zrevrangebyscore(
+      keys.runs(name),
+      o.toMs ?? '+inf',
+      o.fromMs ?? '-inf',
+      'LIMIT',
+      0,
+      limit,
+    );
+    if (occ.length === 0) continue;
+    const pipe = redis.pipeline();
+    for (const k of occ) pipe.hgetall(keys.occurrence(k));
+    const res = (await pipe.exec()) ?? [];
+    for (const [err, h] of res) {
+      if (err) throw err;
+      const r = toRunRecord(h as Record<string, string>);
+      if (r) out.push(r);
+    }
+  }
+  return out.sort((a, b) => b.dueMs - a.dueMs || a.schedule.localeCompare(b.schedule));
+}

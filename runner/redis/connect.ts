@@ -1,0 +1,34 @@
+/**
+ * Redis connections of a replica. Commands fail fast during an outage (the planner and renewals retry on
+ * their own schedule); BullMQ's worker gets a connection that waits instead, as BullMQ requires.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+
+/** Reconnect backoff: 100 ms doubling up to 2 s, forever. */
+const retryStrategy = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000);
+
+/** A connection for cronflock's own commands and BullMQ's Queue. */
+export function connectCommands(url: string, name: string): Redis {
+  return new Redis(url, {
+    connectionName: name,
+    maxRetriesPerRequest: 1,
+    retryStrategy,
+    enableOfflineQueue: true,
+  } satisfies RedisOptions);
+}
+
+/** A connection for BullMQ's Worker (blocking commands; `maxRetriesPerRequest: null` as BullMQ requires). */
+export function connectWorker(url: string, name: string): Redis {
+  return new Redis(url, { connectionName: name, maxRetriesPerRequest: null, retryStrategy } satisfies RedisOptions);
+}
+
+/** Redacts the password of a redis:// URL for logs. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '[unparseable Redis URL]';
+  }
+}

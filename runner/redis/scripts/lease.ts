@@ -1,0 +1,119 @@
+import { LUA_PRELUDE } from './lua.js';
+
+/**
+ * renew: extend the lease of a live claim. Fails (returns 0) when the fencing token changed, the record is no
+ * longer running, or the lease already ran out on the Redis clock: a lapsed lease is never revived, because
+ * another replica may be entitled to re-claim from that instant on.
+ *
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] lockMs, ARGV[3] retentionMs
+ * Returns: the new leaseUntil (Redis ms), or 0 when the claim is lost.
+ */
+export const renewScript = {
+  name: 'cronflockRenew',
+  numberOfKeys: 1,
+  lua: `${LUA_PRELUDE}
+local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then return 0 end
+local untilMs = now + tonumber(ARGV[2])
+rcall('HSET', KEYS[1], 'leaseUntil', untilMs)
+rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]))
+return untilMs
+`,
+} as const;
+
+/**
+ * finish: record the result of an attempt, only while the claim is live: the token is current and the lease
+ * has not lapsed on the Redis clock (fencing). A stale claimant's completion is refused and counted in the
+ * record's `refused` field; a lapsed-but-not-yet-taken-over claim is refused too, so the occurrence is claimed
+ * again rather than finished by a claimant that may have been presumed dead.
+ *
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] state (succeeded | failed), ARGV[3] reason,
+ * ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs
+ * Returns: 1 when recorded, 0 when refused.
+ */
+export const finishScript = {
+  name: 'cronflockFinish',
+  numberOfKeys: 1,
+  lua: `${LUA_PRELUDE}
+local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
+  if rcall('EXISTS', KEYS[1]) == 1 then rcall('HINCRBY', KEYS[1], 'refused', 1) end
+  return 0
+end
+if ARGV[4] ~= '' then rcall('HSET', KEYS[1], 'error', ARGV[4]) end
+if ARGV[5] ~= '' then rcall('HSET', KEYS[1], 'result', ARGV[5]) end
+finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]))
+return 1
+`,
+} as const;
+
+/**
+ * release: give a claim up on purpose (SIGTERM hand-over, or a claimant that learnt its lease lapsed) so that
+ * another replica may claim at once instead of waiting for the lease to run out. Not counted as a stall.
+ *
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] why
+ * Returns: 1 when released, 0 when the claim was no longer ours.
+ */
+export const releaseScript = {
+  name: 'cronflockRelease',
+  numberOfKeys: 1,
+  lua: `${LUA_PRELUDE}
+local rec = rcall('HMGET', KEYS[1], 'token', 'state')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
+rcall('HSET', KEYS[1], 'leaseUntil', 0, 'released', 1, 'releaseReason', ARGV[2])
+rcall('HINCRBY', KEYS[1], 'handovers', 1)
+return 1
+`,
+} as const;
+
+/**
+ * sweep: find planned occurrences whose BullMQ job is missing (a replica crashed between planning and
+ * enqueueing, or Redis lost the enqueue) so that they are enqueued again; forget pending entries whose record
+ * expired.
+ *
+ * KEYS[1] pending (ZSET); ARGV[1] sweepAfterMs, ARGV[2] limit, ARGV[3] run-record key prefix,
+ * ARGV[4] BullMQ job key prefix (queue.toKey('')), ARGV[5] horizonMs, ARGV[6] retentionMs
+ * Returns: flat list of schedule, dueMs, fireMs, manual for each occurrence to enqueue again.
+ */
+export const sweepScript = {
+  name: 'cronflockSweep',
+  numberOfKeys: 1,
+  lua: `${LUA_PRELUDE}
+local keys = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, key in ipairs(keys) do
+  local rec = rcall('HMGET', ARGV[3] .. key, 'schedule', 'dueMs', 'fireMs', 'manual', 'state')
+  if not rec[1] or rec[5] ~= 'scheduled' then
+    rcall('ZREM', KEYS[1], key)
+  elseif now - tonumber(rec[2]) > tonumber(ARGV[5]) then
+    -- Nobody could run it within the horizon: say so rather than let it vanish (promise 2).
+    finalize(ARGV[3] .. key, 'missed', 'not claimed within the catch-up horizon', tonumber(ARGV[6]))
+    rcall('ZREM', KEYS[1], key)
+  elseif rcall('EXISTS', ARGV[4] .. rec[1] .. '@' .. rec[2]) == 0 then
+    out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]; out[#out + 1] = rec[4]
+  end
+end
+return out
+`,
+} as const;
+
+/**
+ * abandon: close an occurrence that will not be claimed (its schedule is unknown to this replica, or was
+ * removed) with a final state and reason, unless it is already final or held by a live claim.
+ *
+ * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] state (skipped | missed), ARGV[2] reason,
+ * ARGV[3] retentionMs, ARGV[4] occurrence key
+ * Returns: 1 when recorded, 0 otherwise.
+ */
+export const abandonScript = {
+  name: 'cronflockAbandon',
+  numberOfKeys: 2,
+  lua: `${LUA_PRELUDE}
+local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil')
+if not rec[1] or isFinal(rec[1]) then return 0 end
+if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return 0 end
+finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+rcall('ZREM', KEYS[2], ARGV[4])
+return 1
+`,
+} as const;

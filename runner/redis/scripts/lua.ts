@@ -1,0 +1,45 @@
+/**
+ * Lua shared by cronflock's scripts. Every script takes its decisions on the Redis server's clock (`TIME`), so
+ * replicas on skewed hosts agree (promise 5), and runs atomically, so a claim, a renewal or a completion is
+ * never interleaved with another replica's.
+ *
+ * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, state
+ * (scheduled | running | succeeded | failed | missed | skipped), reason, token (fencing token), attempt, stalls,
+ * handovers, refused (stale completions refused), replica, leaseUntil, released, plannedAt, firstStartMs,
+ * startMs, latenessMs, endMs, error, result.
+ */
+
+/** `now` in ms from the server clock, and the helpers the scripts share. */
+export const LUA_PRELUDE = `
+local rcall = redis.call
+local t = rcall('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function isFinal(state)
+  return state == 'succeeded' or state == 'failed' or state == 'missed' or state == 'skipped'
+end
+
+-- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
+-- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs.
+local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, manual, state, reason, replica, retentionMs)
+  rcall('HSET', occKey, 'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs, 'manual', manual,
+    'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica)
+  if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
+  if isFinal(state) then
+    rcall('HSET', occKey, 'endMs', now)
+    rcall('PEXPIRE', occKey, retentionMs)
+  else
+    rcall('PEXPIRE', occKey, math.max(tonumber(fireMs) - now, 0) + retentionMs)
+  end
+  rcall('ZADD', runsKey, dueMs, key)
+  rcall('SADD', schedulesKey, schedule)
+end
+
+-- Moves an open record to a final state; the record then lives retentionMs.
+local function finalize(occKey, state, reason, retentionMs)
+  rcall('HSET', occKey, 'state', state, 'endMs', now)
+  if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
+  rcall('HDEL', occKey, 'leaseUntil')
+  rcall('PEXPIRE', occKey, retentionMs)
+end
+`;

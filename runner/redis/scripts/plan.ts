@@ -1,0 +1,48 @@
+import { LUA_PRELUDE } from './lua.js';
+
+/**
+ * plan: record the occurrences a replica computed from the schedules and the clock, idempotently.
+ *
+ * Any replica may plan any occurrence at any time; the first record wins and later calls change nothing, so
+ * planning needs no leader and a crash between planning and enqueueing loses nothing (the sweeper re-enqueues
+ * from `pending`). An occurrence whose due time is older than the horizon is never (re)created: that is what
+ * keeps a replica that lagged far behind (paused, partitioned) from reviving occurrences whose records have
+ * already expired, since the horizon is shorter than the record retention.
+ *
+ * KEYS[1] pending (ZSET), KEYS[2] watermarks (HASH), KEYS[3] schedules (SET)
+ * ARGV[1] run-record key prefix, ARGV[2] run-index key prefix, ARGV[3] horizonMs, ARGV[4] retentionMs,
+ * ARGV[5] replica, then per occurrence 6 values: schedule, dueMs, fireMs, occurrence key,
+ *   disposition ('run' | 'missed' | 'skipped'), reason ('' for run)
+ * Returns: the occurrence keys created with disposition 'run' (to enqueue), then '|' and the number of
+ *   records created in a final state.
+ */
+export const planScript = {
+  name: 'cronflockPlan',
+  numberOfKeys: 3,
+  lua: `${LUA_PRELUDE}
+local occPrefix, runsPrefix = ARGV[1], ARGV[2]
+local horizonMs, retentionMs, replica = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local toEnqueue = {}
+local finals = 0
+for i = 6, #ARGV, 6 do
+  local schedule, dueMs, fireMs, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local disposition, reason = ARGV[i + 4], ARGV[i + 5]
+  local occKey = occPrefix .. key
+  if now - tonumber(dueMs) <= horizonMs and rcall('EXISTS', occKey) == 0 then
+    if disposition == 'run' then
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 0, 'scheduled', '', replica, retentionMs)
+      rcall('ZADD', KEYS[1], fireMs, key)
+      toEnqueue[#toEnqueue + 1] = key
+    else
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 0, disposition, reason, replica, retentionMs)
+      finals = finals + 1
+    end
+  end
+  local wm = rcall('HGET', KEYS[2], schedule)
+  if not wm or tonumber(wm) < tonumber(dueMs) then rcall('HSET', KEYS[2], schedule, dueMs) end
+end
+toEnqueue[#toEnqueue + 1] = '|'
+toEnqueue[#toEnqueue + 1] = finals
+return toEnqueue
+`,
+} as const;

@@ -1,0 +1,202 @@
+/**
+ * Typed access to cronflock's Lua scripts and run records. One instance per Redis connection.
+ */
+import type { Redis } from 'ioredis';
+import type { Keyspace } from './keys.js';
+import { claimScript } from './scripts/claim.js';
+import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
+import { planScript } from './scripts/plan.js';
+
+const SCRIPTS = [planScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript];
+
+/** What the planner hands to {@link Store.plan}. Times are UTC ms. */
+export interface PlannedOccurrence {
+  schedule: string;
+  key: string;
+  dueMs: number;
+  fireMs: number;
+  /** `run`: record it scheduled and enqueue; `missed`/`skipped`: record that final state with `reason`. */
+  disposition: 'run' | 'missed' | 'skipped';
+  reason: string;
+}
+
+/** Result of {@link Store.claim}; see the claim script for the meaning of each status. */
+export type ClaimResult =
+  | { status: 'claimed'; token: number; attempt: number; nowMs: number; firstStartMs: number }
+  | { status: 'early'; waitMs: number }
+  | { status: 'held'; waitMs: number; holder: string }
+  | { status: 'final'; state: string }
+  | { status: 'stale' }
+  | { status: 'missed' }
+  | { status: 'stalled-out' };
+
+/** Parameters of a claim. */
+export interface ClaimRequest {
+  replica: string;
+  schedule: string;
+  key: string;
+  dueMs: number;
+  fireMs: number;
+  manual: boolean;
+  lockMs: number;
+  horizonMs: number;
+  retentionMs: number;
+  /** null: no starting deadline. */
+  startingDeadlineMs: number | null;
+  earlyToleranceMs: number;
+  maxStalls: number;
+}
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+/** The scripts, bound to one connection and one keyspace. */
+export class Store {
+  private readonly fns: Record<string, ScriptFn>;
+
+  constructor(
+    readonly redis: Redis,
+    readonly keys: Keyspace,
+  ) {
+    for (const s of SCRIPTS) {
+      if (!(s.name in redis)) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+    }
+    this.fns = Object.fromEntries(
+      SCRIPTS.map((s) => [s.name, (redis as unknown as Record<string, ScriptFn>)[s.name]!.bind(redis)]),
+    );
+  }
+
+  /**
+   * Records occurrences idempotently (first writer wins).
+   * @returns keys newly recorded as scheduled (to enqueue) and how many final records were written.
+   */
+  async plan(
+    items: readonly PlannedOccurrence[],
+    o: { horizonMs: number; retentionMs: number; replica: string },
+  ): Promise<{ toEnqueue: string[]; finals: number }> {
+    if (items.length === 0) return { toEnqueue: [], finals: 0 };
+    const k = this.keys;
+    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica];
+    for (const it of items) args.push(it.schedule, it.dueMs, it.fireMs, it.key, it.disposition, it.reason);
+    const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, ...args)) as string[];
+    const bar = out.lastIndexOf('|');
+    return { toEnqueue: out.slice(0, bar), finals: Number(out[bar + 1]) };
+  }
+
+  /** Tries to claim an occurrence; see {@link ClaimResult}. */
+  async claim(r: ClaimRequest): Promise<ClaimResult> {
+    const k = this.keys;
+    const out = (await this.fns[claimScript.name]!(
+      k.occurrence(r.key),
+      k.pending,
+      k.runs(r.schedule),
+      k.schedules,
+      r.replica,
+      r.lockMs,
+      r.horizonMs,
+      r.retentionMs,
+      r.schedule,
+      r.dueMs,
+      r.fireMs,
+      r.key,
+      r.startingDeadlineMs ?? -1,
+      r.earlyToleranceMs,
+      r.maxStalls,
+      r.manual ? 1 : 0,
+    )) as [string, ...(string | number)[]];
+    switch (out[0]) {
+      case 'claimed':
+        return {
+          status: 'claimed',
+          token: Number(out[1]),
+          attempt: Number(out[2]),
+          nowMs: Number(out[3]),
+          firstStartMs: Number(out[4]),
+        };
+      case 'early':
+        return { status: 'early', waitMs: Number(out[1]) };
+      case 'held':
+        return { status: 'held', waitMs: Number(out[1]), holder: String(out[2]) };
+      case 'final':
+        return { status: 'final', state: String(out[1]) };
+      case 'stale':
+      case 'missed':
+      case 'stalled-out':
+        return { status: out[0] };
+      default:
+        throw new Error(`claim script returned ${JSON.stringify(out)}`);
+    }
+  }
+
+  /** Extends a lease. @returns the new lease end (Redis ms), or 0 when the claim is lost. */
+  async renew(key: string, token: number, lockMs: number, retentionMs: number): Promise<number> {
+    return Number(await this.fns[renewScript.name]!(this.keys.occurrence(key), token, lockMs, retentionMs));
+  }
+
+  /** Records an attempt's result if `token` is still current. @returns false when refused (stale claimant). */
+  async finish(
+    key: string,
+    token: number,
+    r: { state: 'succeeded' | 'failed'; reason?: string; error?: string; result?: string; retentionMs: number },
+  ): Promise<boolean> {
+    const out = await this.fns[finishScript.name]!(
+      this.keys.occurrence(key),
+      token,
+      r.state,
+      r.reason ?? '',
+      r.error ?? '',
+      r.result ?? '',
+      r.retentionMs,
+    );
+    return Number(out) === 1;
+  }
+
+  /** Gives a claim up so another replica can claim at once. @returns false when it was no longer ours. */
+  async release(key: string, token: number, why: string): Promise<boolean> {
+    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why)) === 1;
+  }
+
+  /** Closes an unclaimed occurrence with a final state. @returns false when it was final or held. */
+  async abandon(key: string, state: 'skipped' | 'missed', reason: string, retentionMs: number): Promise<boolean> {
+    const k = this.keys;
+    return Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key)) === 1;
+  }
+
+  /** Planned occurrences whose BullMQ job is missing, to enqueue again. */
+  async sweep(o: {
+    sweepAfterMs: number;
+    limit: number;
+    jobKeyPrefix: string;
+    horizonMs: number;
+    retentionMs: number;
+  }): Promise<{ schedule: string; dueMs: number; fireMs: number; manual: boolean }[]> {
+    const k = this.keys;
+    const out = (await this.fns[sweepScript.name]!(
+      k.pending,
+      o.sweepAfterMs,
+      o.limit,
+      k.occurrencePrefix,
+      o.jobKeyPrefix,
+      o.horizonMs,
+      o.retentionMs,
+    )) as string[];
+    const res = [];
+    for (let i = 0; i + 3 < out.length; i += 4) {
+      res.push({ schedule: out[i]!, dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]), manual: out[i + 3] === '1' });
+    }
+    return res;
+  }
+
+  /** Planning watermarks (latest planned due time, ms) for the given schedules; absent ones are undefined. */
+  async watermarks(names: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (let i = 0; i < names.length; i += 1000) {
+      const chunk = names.slice(i, i + 1000);
+      const vals = await this.redis.hmget(this.keys.watermarks, ...chunk);
+      chunk.forEach((n, j) => {
+        const v = vals[j];
+        if (v != null) out.set(n, Number(v));
+      });
+    }
+    return out;
+  }
+}
