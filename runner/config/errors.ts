@@ -1,0 +1,115 @@
+/**
+ * Errors of schedule files. Every refusal names the file, the 1-based line and column of the offending YAML
+ * node, the dotted field path and the reason, so that an operator can go straight to the spot:
+ *
+ *     schedules.yaml:7:10: schedules[2].job.url: must be an http:// or https:// URL
+ *       hint: ...
+ */
+
+/**
+ * What went wrong, for programs (the message is for people).
+ * - `CONFIG_IO`: the path is missing or unreadable, or a directory holds no schedule files.
+ * - `YAML_SYNTAX`: the file is not well-formed YAML (or holds several documents).
+ * - `SCHEMA_INVALID`: a value or key does not match the schedule-file schema (unknown key, wrong type, bad
+ *   duration, bad name, missing field, ...).
+ * - `NO_SCHEDULES`: the file has no (or an empty) `schedules` list.
+ * - `NAME_DUPLICATE`: a schedule name is used twice (in one file or across the files of a directory).
+ * - `JITTER_TOO_LONG`: the jitter window reaches the next due time.
+ * - `CRON_*`, `ZONE_UNKNOWN`: from the cron compiler (see `CronError` in runner/schedule/cron.ts).
+ * - `JOB_INVALID`: the job kind's load-time `compile` refused the job block (e.g. module file missing).
+ */
+export type ConfigErrorCode =
+  | 'CONFIG_IO'
+  | 'YAML_SYNTAX'
+  | 'SCHEMA_INVALID'
+  | 'NO_SCHEDULES'
+  | 'NAME_DUPLICATE'
+  | 'JITTER_TOO_LONG'
+  | 'CRON_SYNTAX'
+  | 'CRON_NEVER_FIRES'
+  | 'CRON_TZ_PREFIX'
+  | 'CRON_UNSUPPORTED'
+  | 'ZONE_UNKNOWN'
+  | 'JOB_INVALID';
+
+/** Fields of a {@link ConfigError}. */
+export interface ConfigErrorInit {
+  code: ConfigErrorCode;
+  /** The file as named to the loader (relative paths stay relative). */
+  file: string;
+  /** 1-based line of the value node (or of the key / parent map when the field is missing); 0 = whole file. */
+  line: number;
+  /** 1-based column, like {@link line}; 0 = whole file. */
+  col: number;
+  /** Dotted path of the field, e.g. `schedules[2].job.url`; empty when the error concerns the whole file. */
+  field: string;
+  /** What is wrong, in words. */
+  reason: string;
+  /** How to fix it, when there is something useful to say. */
+  hint?: string;
+  /** The underlying error (CronError, JobCompileError, YAMLError, fs error), if any. */
+  cause?: unknown;
+}
+
+/**
+ * A refusal of (part of) a schedule file. Carries the location and field so that tools can point at it;
+ * {@link format} renders the one-line compiler-style report, plus an indented hint line when there is a hint.
+ */
+export class ConfigError extends Error implements ConfigErrorInit {
+  readonly code: ConfigErrorCode;
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+  readonly field: string;
+  readonly reason: string;
+  readonly hint?: string;
+
+  constructor(init: ConfigErrorInit) {
+    super(formatError(init), init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'ConfigError';
+    this.code = init.code;
+    this.file = init.file;
+    this.line = init.line;
+    this.col = init.col;
+    this.field = init.field;
+    this.reason = init.reason;
+    if (init.hint !== undefined) this.hint = init.hint;
+  }
+
+  /**
+   * `file:line:col: field: reason`, then `  hint: ...` on a second line when there is a hint. The location is
+   * just `file` when line is 0 (the error concerns the whole file); `field: ` is left out when empty.
+   */
+  format(): string {
+    return formatError(this);
+  }
+
+  /** Plain data, for JSON logs and the admin API. */
+  toJSON(): Omit<ConfigErrorInit, 'cause'> {
+    return {
+      code: this.code,
+      file: this.file,
+      line: this.line,
+      col: this.col,
+      field: this.field,
+      reason: this.reason,
+      ...(this.hint === undefined ? {} : { hint: this.hint }),
+    };
+  }
+}
+
+function formatError(e: Omit<ConfigErrorInit, 'cause'>): string {
+  const where = e.line > 0 ? `${e.file}:${e.line}:${e.col}` : e.file;
+  const head = `${where}: ${e.field ? `${e.field}: ` : ''}${e.reason}`;
+  return e.hint ? `${head}\n  hint: ${e.hint}` : head;
+}
+
+/** Renders a zod-style path (`['schedules', 2, 'job', 'url']`) as `schedules[2].job.url`. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? String(seg) : `.${String(seg)}`;
+  }
+  return out;
+}
