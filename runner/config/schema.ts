@@ -1,0 +1,217 @@
+/**
+ * The schedule-file schema: ONE zod schema that validates a whole file, checks the fields against each other
+ * (cron in its zone, unique names, jitter below the gap between due times) and outputs compiled values with
+ * units in their names (`jitterMs`, `startingDeadlineMs`). The JSON Schema for editors is generated from it
+ * (json-schema.ts), so the two cannot drift apart.
+ *
+ * Cross-field checks run even when other fields of the same schedule (or other schedules) are invalid, so that
+ * one pass reports every problem of a file. Issues they raise carry `params.code` (a {@link ConfigErrorCode}).
+ */
+import { z } from 'zod';
+import { jobKinds } from '../../jobs/registry.js';
+import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cron.js';
+import { formatDurationMs } from '../time/duration.js';
+import type { ConfigErrorCode } from './errors.js';
+import { durationMs, positiveDurationMs } from './zod-duration.js';
+
+/** DNS-1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit; ≤ 63 chars. */
+export const SCHEDULE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A schedule name (it becomes part of occurrence keys, Redis keys and Kubernetes labels). */
+export const scheduleNameSchema = z
+  .string()
+  .max(63, 'must be at most 63 characters (a DNS-1123 label)')
+  .regex(
+    SCHEDULE_NAME_PATTERN,
+    'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit',
+  );
+
+/** What to do with due times that passed while no replica ran: none, only the latest, or all (bounded). */
+export const catchUpSchema = z.enum(['none', 'latest', 'all']);
+/** Catch-up policy after downtime; see {@link catchUpSchema}. */
+export type CatchUpPolicy = z.output<typeof catchUpSchema>;
+
+/** Default of `maxCatchUpRuns` (applies with `catchUp: all`). */
+export const DEFAULT_MAX_CATCH_UP_RUNS = 10;
+
+/** Validated parameters of a job block, before the kind's `compile`: `kind` plus the kind's own fields. */
+export type JobParams = { readonly kind: string } & Readonly<Record<string, unknown>>;
+
+type Discriminable = z.core.$ZodTypeDiscriminable;
+
+/**
+ * The `job:` block: a discriminated union on `kind`, built from the registered job kinds, so a new kind in
+ * jobs/registry.ts is validated (and documented in the JSON Schema) without touching this file.
+ */
+export const jobSchema = z
+  .discriminatedUnion('kind', jobKinds.map((k) => k.schema) as unknown as [Discriminable, ...Discriminable[]])
+  .describe(`What to run. \`kind\` selects the job kind: ${jobKinds.map((k) => k.kind).join(', ')}.`) as z.ZodType<
+  JobParams,
+  unknown
+>;
+
+const scheduleObject = z.strictObject({
+  name: scheduleNameSchema.describe(
+    'Unique name of the schedule across all schedule files: a DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit, at most 63 characters).',
+  ),
+  cron: z
+    .string()
+    .min(1, 'must not be empty')
+    .describe(
+      'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, or a macro such as @hourly, @daily, @weekly, @monthly, @yearly. Quote it in YAML ("*/5 * * * *"). The time zone goes in timeZone, not in a CRON_TZ= prefix.',
+    ),
+  timeZone: z
+    .string()
+    .min(1, 'must not be empty')
+    .default('UTC')
+    .describe('IANA time zone the cron expression is read in, e.g. Europe/Berlin (default UTC).'),
+  jitter: durationMs
+    .prefault('0')
+    .describe(
+      'Length of the jitter window [due, due + jitter): each occurrence fires at a deterministic offset inside it. Must be shorter than the gap between due times. A duration such as 500ms, 30s, 5m (default 0).',
+    ),
+  startingDeadline: positiveDurationMs
+    .optional()
+    .describe(
+      'How late after its fire time an occurrence may still start; later ones are recorded as missed. A duration such as 30s or 5m (default: no limit).',
+    ),
+  suspend: z.boolean().default(false).describe('When true, no new occurrences are started (default false).'),
+  catchUp: catchUpSchema
+    .default('latest')
+    .describe(
+      'Due times that passed while no replica ran: none = skip them, latest = run only the latest, all = run each, up to maxCatchUpRuns (default latest).',
+    ),
+  maxCatchUpRuns: z
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .optional()
+    .meta({
+      description: `With catchUp: all, the most missed due times that are run after downtime (default ${DEFAULT_MAX_CATCH_UP_RUNS}).`,
+      default: DEFAULT_MAX_CATCH_UP_RUNS,
+    }),
+  job: jobSchema,
+});
+
+type RawSchedule = Partial<Record<keyof z.output<typeof scheduleObject>, unknown>>;
+
+/** Due times compiled by the cross-field check, handed to the transform so each cron is compiled once. */
+const compiledDue = new WeakMap<object, DueTimes>();
+
+function issueParams(code: ConfigErrorCode, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { code, ...extra };
+}
+
+/** Runs even when sibling fields failed: every check looks at the types it needs and skips otherwise. */
+function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
+  if (typeof value !== 'object' || value === null) return;
+  const v = value as RawSchedule;
+  let due: DueTimes | undefined;
+  if (typeof v.cron === 'string' && v.cron !== '' && typeof v.timeZone === 'string' && v.timeZone !== '') {
+    try {
+      due = compileCron(v.cron, v.timeZone, { hashSeed: typeof v.name === 'string' ? v.name : '' });
+      compiledDue.set(value, due);
+    } catch (err) {
+      if (!(err instanceof CronError)) throw err;
+      ctx.addIssue({ code: 'custom', path: [err.field], message: err.message, params: issueParams(err.code) });
+    }
+  }
+  if (v.maxCatchUpRuns !== undefined && v.catchUp !== 'all') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxCatchUpRuns'],
+      message: `only applies with catchUp: all (catchUp is ${String(v.catchUp)})`,
+      params: issueParams('SCHEMA_INVALID'),
+    });
+  }
+  if (due && typeof v.jitter === 'number' && v.jitter > 0) {
+    const gap = minGapMs(due, Date.now());
+    if (v.jitter >= gap) {
+      const g = readableDuration(gap);
+      ctx.addIssue({
+        code: 'custom',
+        path: ['jitter'],
+        message: `jitter ${readableDuration(v.jitter)} reaches the next due time (due times can be ${g} apart); use a jitter below ${g}`,
+        params: issueParams('JITTER_TOO_LONG', { gapMs: gap }),
+      });
+    }
+  }
+}
+
+/** Durations in messages: seconds below two minutes (`90s`, `60s`), else the shortest form (`5m`, `1h30m`). */
+function readableDuration(ms: number): string {
+  if (ms < 1000 || ms % 1000 !== 0 || ms >= 120_000) return formatDurationMs(ms);
+  return `${ms / 1000}s`;
+}
+
+const always = (): boolean => true;
+
+/**
+ * One schedule. Output: the compiled fields with units in their names, defaults applied, and `due` (the
+ * compiled cron in its zone). Cross-field issues: `cron`/`timeZone` (CronError codes), `maxCatchUpRuns`
+ * without `catchUp: all`, `jitter` not below the minimum gap between due times (`JITTER_TOO_LONG`).
+ */
+export const scheduleSchema = scheduleObject
+  .superRefine(checkSchedule, { when: always })
+  .transform((v) => ({
+    name: v.name,
+    cron: v.cron,
+    timeZone: v.timeZone,
+    jitterMs: v.jitter,
+    startingDeadlineMs: v.startingDeadline ?? null,
+    suspend: v.suspend,
+    catchUp: v.catchUp,
+    maxCatchUpRuns: v.maxCatchUpRuns ?? DEFAULT_MAX_CATCH_UP_RUNS,
+    job: v.job,
+    due: compiledDue.get(v) ?? compileCron(v.cron, v.timeZone, { hashSeed: v.name }),
+  }));
+
+/** A schedule after validation (before its job is compiled by the job kind). */
+export type ValidatedSchedule = z.output<typeof scheduleSchema>;
+
+/** Names must be unique in the file; the duplicate's issue carries `params.firstIndex` (index of the first). */
+function checkUniqueNames(value: unknown, ctx: z.RefinementCtx): void {
+  const list = (value as { schedules?: unknown } | null)?.schedules;
+  if (!Array.isArray(list)) return;
+  const first = new Map<string, number>();
+  list.forEach((item: unknown, i) => {
+    const name = (item as { name?: unknown } | null)?.name;
+    if (typeof name !== 'string') return;
+    const j = first.get(name);
+    if (j === undefined) {
+      first.set(name, i);
+      return;
+    }
+    ctx.addIssue({
+      code: 'custom',
+      path: ['schedules', i, 'name'],
+      message: `name "${name}" is already used by schedules[${j}]`,
+      params: issueParams('NAME_DUPLICATE', { firstIndex: j }),
+    });
+  });
+}
+
+/** Title of the schedule-file JSON Schema. */
+export const SCHEDULE_FILE_TITLE = 'cronflock schedule file';
+
+/**
+ * A whole schedule file: `{ schedules: [...] }` with at least one schedule and unique names. Input is what
+ * YAML parsing gives (durations as strings); output is `{ schedules: ValidatedSchedule[] }`.
+ */
+export const scheduleFileSchema = z
+  .strictObject({
+    schedules: z
+      .array(scheduleSchema)
+      .min(1, 'must list at least one schedule')
+      .describe('The schedules this file defines. Names must be unique across all schedule files.'),
+  })
+  .superRefine(checkUniqueNames, { when: always })
+  .meta({
+    title: SCHEDULE_FILE_TITLE,
+    description:
+      'Schedules for cronflock, the leaderless cron runner. A file (or each *.yaml / *.yml file of a directory) holds a list of named schedules: a cron expression in a time zone, a jitter window, catch-up and deadline policies, and the job to run.',
+  });
+
+/** A schedule file as written (durations as strings, defaults not yet applied). */
+export type ScheduleFileInput = z.input<typeof scheduleFileSchema>;
+/** A schedule file after validation. */
+export type ValidatedScheduleFile = z.output<typeof scheduleFileSchema>;
