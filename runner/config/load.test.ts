@@ -1,0 +1,433 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { ConfigError } from './errors.js';
+import { loadSchedules, parseScheduleText } from './load.js';
+
+const fixtures = (name: string): string => fileURLToPath(new URL(`../../test/fixtures/config/${name}`, import.meta.url));
+const casesUrl = new URL('../../../shared/cases/schedule-times.json', import.meta.url);
+
+interface RejectedCase {
+  cron: string;
+  timeZone?: string;
+  why?: string;
+}
+
+/** Asserts exactly one error and its location; returns it for further checks. */
+function only(errors: ConfigError[], want: { file?: string; line: number; col: number; field: string; code?: string }): ConfigError {
+  expect(errors.map((e) => e.format())).toHaveLength(1);
+  return expectError(errors, want);
+}
+
+/** Asserts that an error with this field exists, at this place; returns it. */
+function expectError(
+  errors: ConfigError[],
+  want: { file?: string; line: number; col: number; field: string; code?: string },
+): ConfigError {
+  const e = errors.find((x) => x.field === want.field);
+  expect(e, `no error for ${want.field} in:\n${errors.map((x) => x.format()).join('\n')}`).toBeDefined();
+  expect({ file: e!.file, line: e!.line, col: e!.col, field: e!.field, ...(want.code ? { code: e!.code } : {}) }).toEqual({
+    file: want.file ?? 'test.yaml',
+    ...want,
+  });
+  return e!;
+}
+
+const HTTP_JOB = '{ kind: http, url: "https://example.com/hook" }';
+
+describe('parseScheduleText: valid files', () => {
+  it('loads the example shape with every field', async () => {
+    const file = fixtures('example.yaml');
+    const r = await parseScheduleText(readFileSync(file, 'utf8'), file);
+    expect(r.errors).toEqual([]);
+    expect(r.schedules).toHaveLength(1);
+    const s = r.schedules[0]!;
+    expect(s).toMatchObject({
+      name: 'ping-billing',
+      cron: '*/2 * * * * *',
+      timeZone: 'Europe/Berlin',
+      jitterMs: 1000,
+      startingDeadlineMs: 300_000,
+      suspend: false,
+      catchUp: 'latest',
+      maxCatchUpRuns: 10,
+      job: { kind: 'http', url: 'https://billing.example.com/ping', method: 'POST', headers: { 'X-Token': 'abc' }, timeoutMs: 10_000 },
+      source: { file, line: 3, col: 5 },
+    });
+    expect(s.definitionHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(s.due.next(Date.UTC(2026, 0, 1))).toBe(Date.UTC(2026, 0, 1, 0, 0, 2));
+  });
+
+  it('applies defaults: method POST, timeZone UTC, jitterMs 0, startingDeadlineMs null, catchUp latest', async () => {
+    const r = await parseScheduleText(
+      ['schedules:', '  - name: ping-billing', '    cron: "*/2 * * * * *"', '    job: { kind: http, url: "https://billing.example.com/ping" }'].join('\n'),
+      'test.yaml',
+    );
+    expect(r.errors).toEqual([]);
+    expect(r.schedules[0]).toMatchObject({
+      timeZone: 'UTC',
+      jitterMs: 0,
+      startingDeadlineMs: null,
+      suspend: false,
+      catchUp: 'latest',
+      maxCatchUpRuns: 10,
+      job: { kind: 'http', method: 'POST', headers: {}, timeoutMs: 30_000 },
+    });
+  });
+
+  it('gives the same definitionHash for the same definition written differently, another for a change', async () => {
+    const a = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", jitter: 60s, job: ${HTTP_JOB} }\n`, 'a.yaml');
+    const b = await parseScheduleText(
+      'schedules:\n  - job:\n      url: "https://example.com/hook"\n      kind: http\n    jitter: 1m\n    cron: "0 * * * *"\n    name: x\n',
+      'b.yaml',
+    );
+    const c = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", jitter: 61s, job: ${HTTP_JOB} }\n`, 'c.yaml');
+    expect(a.errors).toEqual([]);
+    expect(b.errors).toEqual([]);
+    expect(a.schedules[0]!.definitionHash).toBe(b.schedules[0]!.definitionHash);
+    expect(c.schedules[0]!.definitionHash).not.toBe(a.schedules[0]!.definitionHash);
+  });
+
+  it('compiles a module job relative to the schedule file', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: user-job\n    cron: "@daily"\n    job: { kind: module, path: ./job-ok.ts, params: { a: 1 } }\n',
+      fixtures('modules/schedules.yaml'),
+    );
+    expect(r.errors).toEqual([]);
+    const job = r.schedules[0]!.job as { kind: string; file: string; params: unknown; job: { run: unknown } };
+    expect(job).toMatchObject({ kind: 'module', file: fixtures('modules/job-ok.ts'), params: { a: 1 } });
+    expect(typeof job.job.run).toBe('function');
+  });
+});
+
+describe('parseScheduleText: refusals name file, line, col and field', () => {
+  const cases = JSON.parse(readFileSync(casesUrl, 'utf8')) as { rejected: RejectedCase[] };
+
+  it('finds the shared reference cases', () => {
+    expect(cases.rejected.length).toBeGreaterThan(0);
+  });
+
+  for (const [i, c] of cases.rejected.entries()) {
+    it(`refuses ${JSON.stringify(c.cron)}${c.timeZone ? ` in ${c.timeZone}` : ''} (${c.why ?? 'syntax'})`, async () => {
+      const lines = ['schedules:', `  - name: case-${i}`, `    cron: ${JSON.stringify(c.cron)}`];
+      if (c.timeZone) lines.push(`    timeZone: ${c.timeZone}`);
+      lines.push(`    job: ${HTTP_JOB}`);
+      const r = await parseScheduleText(lines.join('\n'), 'test.yaml');
+      expect(r.schedules).toEqual([]);
+      const want = c.timeZone
+        ? { line: 4, col: 15, field: 'schedules[0].timeZone' }
+        : { line: 3, col: 11, field: 'schedules[0].cron' };
+      const e = only(r.errors, want);
+      expect(e.code).toMatch(/^(CRON_|ZONE_)/);
+      expect(e.format()).toMatch(new RegExp(`^test\\.yaml:${want.line}:${want.col}: ${want.field.replace(/[[\].]/g, '\\$&')}: .+`));
+    });
+  }
+
+  it('refuses a bad duration', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "* * * * *"\n    jitter: 5 minutes\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 4, col: 13, field: 'schedules[0].jitter', code: 'SCHEMA_INVALID' });
+    expect(e.reason).toContain('is not a duration');
+    expect(r.schedules).toEqual([]);
+  });
+
+  it('refuses a bare number as a duration, with a hint', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "* * * * *"\n    startingDeadline: 30\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 4, col: 23, field: 'schedules[0].startingDeadline' });
+    expect(e.hint).toContain('30s');
+  });
+
+  it('refuses a bad name (not a DNS-1123 label)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: Ping_Billing\n    cron: "* * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    const e = only(r.errors, { line: 2, col: 11, field: 'schedules[0].name', code: 'SCHEMA_INVALID' });
+    expect(e.reason).toContain('DNS-1123');
+  });
+
+  it('refuses a name longer than 63 characters', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: ${'a'.repeat(64)}\n    cron: "* * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    only(r.errors, { line: 2, col: 11, field: 'schedules[0].name' });
+  });
+
+  it('refuses duplicate names in one file, pointing at the second and naming the first', async () => {
+    const text = [
+      'schedules:',
+      `  - name: dup`,
+      `    cron: "0 * * * *"`,
+      `    job: ${HTTP_JOB}`,
+      `  - name: dup`,
+      `    cron: "30 * * * *"`,
+      `    job: ${HTTP_JOB}`,
+    ].join('\n');
+    const r = await parseScheduleText(text, 'test.yaml');
+    const e = only(r.errors, { line: 5, col: 11, field: 'schedules[1].name', code: 'NAME_DUPLICATE' });
+    expect(e.reason).toContain('schedules[0]');
+    expect(e.reason).toBe('name "dup" is already used by schedules[0] (test.yaml:2:11)');
+    expect(r.schedules).toEqual([]);
+  });
+
+  it('refuses an unknown key at the key, suggesting the right one', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "* * * * *"\n    timezone: Europe/Berlin\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 4, col: 5, field: 'schedules[0].timezone', code: 'SCHEMA_INVALID' });
+    expect(e.reason).toBe('unknown key "timezone"');
+    expect(e.hint).toContain('did you mean "timeZone"?');
+  });
+
+  it('refuses an unknown key inside the job block', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: a\n    cron: "* * * * *"\n    job:\n      kind: http\n      url: https://example.com/\n      timout: 5s\n',
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 7, col: 7, field: 'schedules[0].job.timout' });
+    expect(e.hint).toContain('did you mean "timeout"?');
+  });
+
+  it('refuses an unknown top-level key', async () => {
+    const r = await parseScheduleText(`schedule:\n  - name: a\nschedules:\n  - { name: a, cron: "* * * * *", job: ${HTTP_JOB} }\n`, 'test.yaml');
+    only(r.errors, { line: 1, col: 1, field: 'schedule' });
+  });
+
+  it('refuses an unknown job kind', async () => {
+    const r = await parseScheduleText('schedules:\n  - name: a\n    cron: "* * * * *"\n    job: { kind: ftp, url: x }\n', 'test.yaml');
+    const e = only(r.errors, { line: 4, col: 18, field: 'schedules[0].job.kind', code: 'SCHEMA_INVALID' });
+    expect(e.reason).toBe('unknown job kind "ftp"');
+    expect(e.hint).toContain('http');
+  });
+
+  it('refuses a job without a kind, pointing at the job map', async () => {
+    const r = await parseScheduleText('schedules:\n  - name: a\n    cron: "* * * * *"\n    job:\n      url: https://example.com/\n', 'test.yaml');
+    only(r.errors, { line: 5, col: 7, field: 'schedules[0].job.kind' });
+  });
+
+  it('refuses an http job without url, pointing at the job map', async () => {
+    const r = await parseScheduleText('schedules:\n  - name: a\n    cron: "* * * * *"\n    job:\n      kind: http\n', 'test.yaml');
+    const e = only(r.errors, { line: 5, col: 7, field: 'schedules[0].job.url' });
+    expect(e.reason).toBe('is required');
+  });
+
+  it('refuses an empty url value, pointing at the key', async () => {
+    const r = await parseScheduleText('schedules:\n  - name: a\n    cron: "* * * * *"\n    job:\n      kind: http\n      url:\n', 'test.yaml');
+    const e = only(r.errors, { line: 6, col: 7, field: 'schedules[0].job.url' });
+    expect(e.reason).toContain('has no value');
+  });
+
+  it('refuses an http URL with a protocol other than http(s)', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: a\n    cron: "* * * * *"\n    job:\n      kind: http\n      url: ftp://example.com/x\n',
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 6, col: 12, field: 'schedules[0].job.url' });
+    expect(e.format()).toBe('test.yaml:6:12: schedules[0].job.url: must be an http:// or https:// URL');
+  });
+
+  it('refuses a jitter that reaches the next due time, saying the gap', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "* * * * *"\n    jitter: 90s\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    const e = only(r.errors, { line: 4, col: 13, field: 'schedules[0].jitter', code: 'JITTER_TOO_LONG' });
+    expect(e.reason).toBe('jitter 90s reaches the next due time (due times can be 60s apart); use a jitter below 60s');
+  });
+
+  it('refuses a jitter equal to the gap, and accepts one just below it', async () => {
+    const bad = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "*/2 * * * * *"\n    jitter: 2s\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    only(bad.errors, { line: 4, col: 13, field: 'schedules[0].jitter', code: 'JITTER_TOO_LONG' });
+    const good = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "*/2 * * * * *"\n    jitter: 1999ms\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    expect(good.errors).toEqual([]);
+  });
+
+  it('refuses a module job whose file does not exist', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: a\n    cron: "@daily"\n    job: { kind: module, path: ./missing.ts }\n',
+      fixtures('modules/schedules.yaml'),
+    );
+    const e = only(r.errors, {
+      file: fixtures('modules/schedules.yaml'),
+      line: 4,
+      col: 32,
+      field: 'schedules[0].job.path',
+      code: 'JOB_INVALID',
+    });
+    expect(e.reason).toContain('module not found');
+  });
+
+  it('refuses a module job whose default export has no run()', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: a\n    cron: "@daily"\n    job:\n      kind: module\n      path: ./no-run.ts\n',
+      fixtures('modules/schedules.yaml'),
+    );
+    const e = only(r.errors, { file: fixtures('modules/schedules.yaml'), line: 6, col: 13, field: 'schedules[0].job.path' });
+    expect(e.reason).toContain('run(context, params)');
+  });
+
+  it('refuses maxCatchUpRuns without catchUp: all', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "@daily"\n    maxCatchUpRuns: 5\n    job: ${HTTP_JOB}\n`,
+      'test.yaml',
+    );
+    only(r.errors, { line: 4, col: 21, field: 'schedules[0].maxCatchUpRuns' });
+  });
+
+  it('collects every error of a file, sorted by position, and returns nothing from it', async () => {
+    const text = [
+      'schedules:',
+      '  - name: good',
+      '    cron: "@hourly"',
+      `    job: ${HTTP_JOB}`,
+      '  - name: Bad',
+      '    cron: "61 * * * *"',
+      '    jitter: soon',
+      '    job: { kind: http, url: "mailto:x@example.com", colour: red }',
+      '  - name: also-bad',
+      '    cron: "* * * * *"',
+      '    job: { kind: module, path: ./nope.js }',
+    ].join('\n');
+    const r = await parseScheduleText(text, 'test.yaml', { baseDir: fixtures('modules') });
+    expect(r.schedules).toEqual([]);
+    expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}`)).toEqual([
+      '5:11 schedules[1].name',
+      '6:11 schedules[1].cron',
+      '7:13 schedules[1].jitter',
+      '8:29 schedules[1].job.url',
+      '8:53 schedules[1].job.colour',
+      '11:32 schedules[2].job.path',
+    ]);
+  });
+
+  it('follows YAML anchors and << merge keys, locating errors in the anchored block', async () => {
+    const text = [
+      'schedules:',
+      '  - name: first',
+      '    cron: "@hourly"',
+      '    job: &hook',
+      '      kind: http',
+      '      url: "https://example.com/hook"',
+      '      timeout: 5s',
+      '  - name: second',
+      '    cron: "@daily"',
+      '    job: { <<: *hook, method: GET }',
+      '  - name: third',
+      '    cron: "@daily"',
+      '    job: { <<: *hook, timeout: forever }',
+    ].join('\n');
+    const r = await parseScheduleText(text, 'test.yaml');
+    only(r.errors, { line: 13, col: 32, field: 'schedules[2].job.timeout', code: 'SCHEMA_INVALID' });
+    const ok = await parseScheduleText(text.split('\n').slice(0, 10).join('\n'), 'test.yaml');
+    expect(ok.errors).toEqual([]);
+    expect(ok.schedules[1]!.job).toMatchObject({ kind: 'http', url: 'https://example.com/hook', method: 'GET', timeoutMs: 5000 });
+  });
+
+  it('points at the anchored value when a merged key is wrong', async () => {
+    const text = [
+      'schedules:',
+      '  - name: first',
+      '    cron: "@hourly"',
+      '    job: &hook { kind: http, url: "gopher://example.com/" }',
+      '  - name: second',
+      '    cron: "@daily"',
+      '    job: { <<: *hook, method: GET }',
+    ].join('\n');
+    const r = await parseScheduleText(text, 'test.yaml');
+    expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}`)).toEqual(['4:35 schedules[0].job.url', '4:35 schedules[1].job.url']);
+  });
+
+  it('hints at true/false for yes/no and at the file shape for a top-level list', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    suspend: yes\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(only(r.errors, { line: 4, col: 14, field: 'schedules[0].suspend' }).hint).toContain('true or false');
+    const list = await parseScheduleText('- name: a\n', 'test.yaml');
+    expect(only(list.errors, { line: 1, col: 1, field: '' }).format()).toBe(
+      'test.yaml:1:1: expected a map, got a list\n  hint: a schedule file is a map with a "schedules:" list',
+    );
+  });
+
+  it('refuses YAML syntax errors with file:line:col and a hint for an unquoted cron', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: */2 * * * *\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    const e = r.errors[0]!;
+    expect(r.errors).toHaveLength(1);
+    expect({ file: e.file, line: e.line, field: e.field, code: e.code }).toEqual({ file: 'test.yaml', line: 3, field: '', code: 'YAML_SYNTAX' });
+    expect(e.col).toBeGreaterThanOrEqual(11);
+    expect(e.hint).toContain('quote');
+  });
+
+  it('refuses a duplicate YAML key', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    cron: "@hourly"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' });
+  });
+
+  it('refuses an empty file and an empty schedules list, with a hint', async () => {
+    const empty = await parseScheduleText('# nothing here\n', 'test.yaml');
+    const e1 = only(empty.errors, { line: 1, col: 1, field: '', code: 'NO_SCHEDULES' });
+    expect(e1.hint).toBeDefined();
+    const emptyList = await parseScheduleText('schedules: []\n', 'test.yaml');
+    const e2 = only(emptyList.errors, { line: 1, col: 12, field: 'schedules', code: 'NO_SCHEDULES' });
+    expect(e2.hint).toBeDefined();
+    const noList = await parseScheduleText('schedules:\n', 'test.yaml');
+    only(noList.errors, { line: 1, col: 1, field: 'schedules', code: 'NO_SCHEDULES' });
+    const otherKey = await parseScheduleText('version: 1\n', 'test.yaml');
+    expect(otherKey.errors.map((e) => [e.line, e.col, e.field, e.code])).toEqual([
+      [1, 1, 'schedules', 'NO_SCHEDULES'],
+      [1, 1, 'version', 'SCHEMA_INVALID'],
+    ]);
+  });
+});
+
+describe('loadSchedules', () => {
+  it('loads the good file of a directory and refuses the bad one', async () => {
+    const dir = fixtures('mixed-dir');
+    const r = await loadSchedules(dir);
+    expect(r.files).toEqual([
+      { file: `${dir}/a-bad.yaml`, ok: false, scheduleCount: 0 },
+      { file: `${dir}/b-good.yaml`, ok: true, scheduleCount: 2 },
+    ]);
+    expect(r.schedules.map((s) => [s.name, s.source.file, s.source.line, s.source.col])).toEqual([
+      ['hourly-sync', `${dir}/b-good.yaml`, 2, 5],
+      ['cleanup', `${dir}/b-good.yaml`, 5, 5],
+    ]);
+    only(r.errors, { file: `${dir}/a-bad.yaml`, line: 6, col: 12, field: 'schedules[0].job.url' });
+  });
+
+  it('refuses the later file of a directory that reuses a name, with the location of the first', async () => {
+    const dir = fixtures('dup-dir');
+    const r = await loadSchedules(dir);
+    expect(r.files).toEqual([
+      { file: `${dir}/a.yaml`, ok: true, scheduleCount: 1 },
+      { file: `${dir}/b.yml`, ok: false, scheduleCount: 0 },
+    ]);
+    expect(r.schedules.map((s) => s.name)).toEqual(['backup']);
+    const e = only(r.errors, { file: `${dir}/b.yml`, line: 5, col: 11, field: 'schedules[1].name', code: 'NAME_DUPLICATE' });
+    expect(e.reason).toContain(`${dir}/a.yaml:2:11`);
+  });
+
+  it('loads a single file', async () => {
+    const r = await loadSchedules(fixtures('example.yaml'));
+    expect(r.errors).toEqual([]);
+    expect(r.files).toEqual([{ file: fixtures('example.yaml'), ok: true, scheduleCount: 1 }]);
+  });
+
+  it('reports a missing path clearly', async () => {
+    const path = fixtures('no-such-dir');
+    const r = await loadSchedules(path);
+    expect(r.schedules).toEqual([]);
+    expect(r.files).toEqual([]);
+    const e = only(r.errors, { file: path, line: 0, col: 0, field: '', code: 'CONFIG_IO' });
+    expect(e.format()).toMatch(/^.*no-such-dir: does not exist\n {2}hint: /);
+  });
+
+  it('reports a directory without schedule files', async () => {
+    const r = await loadSchedules(fixtures('empty-dir'));
+    only(r.errors, { file: fixtures('empty-dir'), line: 0, col: 0, field: '', code: 'CONFIG_IO' });
+  });
+});
