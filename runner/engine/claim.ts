@@ -7,7 +7,6 @@
  * - locally, when lockMs has passed on the monotonic clock since the last renewal was *sent* without a newer
  *   success: the lease may have lapsed, so we stop before anyone could re-claim. This is what fires first after
  *   a SIGSTOP/SIGCONT or a long GC pause, without waiting for a Redis round trip;
- * - BullMQ reports that the queue lock of the job could not be renewed.
  * A stale claimant may still finish its work (it cannot be stopped from outside), but its result is refused by
  * the finish script because the token is no longer current.
  */
@@ -91,8 +90,10 @@ export class ClaimHolder {
     } else this.armGuard();
   }
 
-  private scheduleRenew(): void {
-    this.renewTimer = setTimeout(() => void this.renew(), Math.max(50, Math.floor(this.lockMs / 3)));
+  /** Next renewal: every lockMs/3, or soon after a failed attempt (Redis briefly away) while the lease lasts. */
+  private scheduleRenew(afterFailure = false): void {
+    const period = Math.max(50, Math.floor(this.lockMs / 3));
+    this.renewTimer = setTimeout(() => void this.renew(), afterFailure ? Math.min(250, period) : period);
   }
 
   private async renew(): Promise<void> {
@@ -112,6 +113,8 @@ export class ClaimHolder {
       this.armGuard();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'lease renewal failed; retrying until the lease lapses');
+      if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew(true);
+      return;
     }
     if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew();
   }

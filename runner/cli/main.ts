@@ -1,0 +1,214 @@
+/**
+ * `cronflock`: the command line.
+ *
+ *   cronflock start <path>       run one replica (REDIS_URL or --redis; else a private redis-server)
+ *   cronflock validate <path>    check schedule files; file:line:col errors; exit 1 when any file is refused
+ *   cronflock next <path>        upcoming due times, fire times and window ends
+ *   cronflock runs               run records from Redis
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadSchedules, type LoadResult } from '../config/load.js';
+import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { Replica } from '../engine/replica.js';
+import { createLogger } from '../log.js';
+import { connectCommands, redactRedisUrl } from '../redis/connect.js';
+import { Keyspace } from '../redis/keys.js';
+import { listRuns, type RunRecord } from '../records/runs.js';
+import { fireTimeMs } from '../schedule/occurrence.js';
+import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
+import { CliError, resolveRedis } from './redis-target.js';
+
+const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
+  version: string;
+};
+
+const duration = (v: string): number => {
+  try {
+    return parseDurationMs(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as DurationError).message);
+  }
+};
+const positiveInt = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number ≥ 1');
+  return n;
+};
+const isoTime = (v: string): number => {
+  const ms = Date.parse(v);
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
+  return ms;
+};
+const iso = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString());
+
+/** Prints refused files' errors to stderr; returns the number of refused files. */
+function reportLoad(res: LoadResult, verbose: boolean): number {
+  for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
+  if (verbose) for (const f of res.files) process.stdout.write(`${f.ok ? 'ok     ' : 'REFUSED'} ${f.file} (${f.scheduleCount} schedules)\n`);
+  return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
+}
+
+const program = new Command('cronflock')
+  .description('Leaderless scheduled jobs: every replica equal, one claimant per occurrence, on Redis')
+  .version(pkg.version)
+  .showHelpAfterError();
+
+program
+  .command('validate')
+  .description('check schedule files (a file or a directory); exit 1 when any file is refused')
+  .argument('<path>', 'schedule file or directory')
+  .action(async (path: string) => {
+    const res = await loadSchedules(path);
+    const refused = reportLoad(res, true);
+    process.stdout.write(`${res.schedules.length} schedules valid, ${refused} file(s) refused\n`);
+    process.exitCode = refused > 0 ? 1 : 0;
+  });
+
+program
+  .command('next')
+  .description('print upcoming due times with their fire times and jitter window ends (UTC)')
+  .argument('<path>', 'schedule file or directory')
+  .option('-s, --schedule <name>', 'only this schedule')
+  .option('-n, --count <n>', 'occurrences per schedule', positiveInt, 5)
+  .option('--from <iso>', 'start after this instant (default: now)', isoTime)
+  .option('--json', 'print JSON')
+  .action(async (path: string, o: { schedule?: string; count: number; from?: number; json?: boolean }) => {
+    const res = await loadSchedules(path);
+    if (reportLoad(res, false) > 0 && res.schedules.length === 0) throw new CliError('no valid schedules');
+    const list = o.schedule ? res.schedules.filter((s) => s.name === o.schedule) : res.schedules;
+    if (o.schedule && list.length === 0) throw new CliError(`no schedule named "${o.schedule}" in ${path}`);
+    const rows: { schedule: string; dueAt: string; fireAt: string; windowEnd: string }[] = [];
+    for (const s of list) {
+      let t = o.from ?? Date.now();
+      for (let i = 0; i < o.count; i++) {
+        const due = s.due.next(t);
+        if (due === null) break;
+        rows.push({
+          schedule: s.name,
+          dueAt: iso(due),
+          fireAt: iso(fireTimeMs(s.name, due, s.jitterMs)),
+          windowEnd: iso(due + s.jitterMs),
+        });
+        t = due;
+      }
+    }
+    if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    else {
+      process.stdout.write(`${'SCHEDULE'.padEnd(24)} ${'DUE'.padEnd(24)} ${'FIRE'.padEnd(24)} WINDOW END\n`);
+      for (const r of rows) process.stdout.write(`${r.schedule.padEnd(24)} ${r.dueAt} ${r.fireAt} ${r.windowEnd}\n`);
+    }
+  });
+
+program
+  .command('runs')
+  .description('print run records (newest first)')
+  .option('-s, --schedule <name>', 'only this schedule')
+  .option('--limit <n>', 'records per schedule', positiveInt, 50)
+  .option('--json', 'print JSON')
+  .option('--redis <url>', 'Redis URL (default: REDIS_URL)')
+  .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
+  .action(async (o: { schedule?: string; limit: number; json?: boolean; redis?: string; namespace: string }) => {
+    const { url } = await resolveRedis(o.redis, false);
+    const redis = connectCommands(url, 'cronflock:cli');
+    redis.on('error', () => undefined);
+    try {
+      const runs = await listRuns(redis, new Keyspace(o.namespace), { schedule: o.schedule, limit: o.limit });
+      if (o.json) process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+      else printRuns(runs);
+    } catch (err) {
+      throw new CliError(`cannot read runs from ${redactRedisUrl(url)}: ${(err as Error).message}`);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+function printRuns(runs: RunRecord[]): void {
+  process.stdout.write(
+    `${'DUE'.padEnd(24)} ${'SCHEDULE'.padEnd(20)} ${'STATE'.padEnd(10)} ${'REPLICA'.padEnd(22)} ATT TOKEN LATE(ms) REASON\n`,
+  );
+  for (const r of runs) {
+    process.stdout.write(
+      `${iso(r.dueMs)} ${r.schedule.padEnd(20)} ${r.state.padEnd(10)} ${(r.replica ?? '-').padEnd(22)} ${String(r.attempt).padStart(3)} ${String(r.fencingToken).padStart(5)} ${String(r.latenessMs ?? '-').padStart(8)} ${r.reason ?? r.error ?? ''}\n`,
+    );
+  }
+}
+
+program
+  .command('start')
+  .description('run one replica of the flock on the schedules at <path>')
+  .argument('<path>', 'schedule file or directory')
+  .option('--redis <url>', 'Redis URL (default: REDIS_URL; without either, a private redis-server)')
+  .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
+  .option('--replica <name>', 'name of this replica (default: host-pid-random)', process.env.CRONFLOCK_REPLICA)
+  .addOption(new Option('--lock <duration>', 'claim lease / queue lock; failover takes about lock + lock/2').argParser(duration))
+  .addOption(new Option('--stalled-interval <duration>', 'stall check period (default lock/2)').argParser(duration))
+  .addOption(new Option('--grace <duration>', 'on SIGTERM, time for running runs to finish before hand-over').argParser(duration))
+  .addOption(new Option('--horizon <duration>', 'how far back occurrences are accounted for').argParser(duration))
+  .addOption(new Option('--retention <duration>', 'how long run records are kept').argParser(duration))
+  .addOption(new Option('--lookahead <duration>', 'how far ahead occurrences are planned').argParser(duration))
+  .addOption(new Option('--tick <duration>', 'planner period').argParser(duration))
+  .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(Number))
+  .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveInt))
+  .action(async (path: string, o: Record<string, unknown>) => {
+    const user: Partial<RunnerOptions> = { namespace: o.namespace as string };
+    if (o.replica) user.replica = o.replica as string;
+    const map: [string, keyof RunnerOptions][] = [
+      ['lock', 'lockMs'],
+      ['stalledInterval', 'stalledIntervalMs'],
+      ['grace', 'shutdownGraceMs'],
+      ['horizon', 'horizonMs'],
+      ['retention', 'retentionMs'],
+      ['lookahead', 'lookaheadMs'],
+      ['tick', 'tickMs'],
+      ['maxStalls', 'maxStalls'],
+      ['concurrency', 'concurrency'],
+    ];
+    for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
+    let options: RunnerOptions;
+    try {
+      options = compileOptions(user);
+    } catch (err) {
+      if (err instanceof OptionsError) throw new CliError(err.message);
+      throw err;
+    }
+    const log = createLogger({ replica: options.replica });
+    const res = await loadSchedules(path);
+    if (reportLoad(res, false) > 0) {
+      for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+      if (res.schedules.length === 0) throw new CliError(`no valid schedules in ${path}; nothing to run`);
+      log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
+    }
+    const target = await resolveRedis(o.redis as string | undefined, true, log);
+    log.info(
+      { redis: redactRedisUrl(target.url), schedules: res.schedules.map((s) => s.name), lockMs: options.lockMs },
+      `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
+    );
+    const replica = await Replica.start({ redisUrl: target.url, schedules: res.schedules, options, log });
+    log.info('replica running');
+    let stopping = false;
+    const stop = async (signal: string): Promise<void> => {
+      if (stopping) {
+        log.warn({ signal }, 'second signal: exiting now');
+        process.exit(130);
+      }
+      stopping = true;
+      log.info({ signal, graceMs: options.shutdownGraceMs }, 'stopping: no new claims; running runs finish or are handed over');
+      await replica.stop();
+      await target.private?.cleanup();
+      log.info('stopped');
+      process.exit(0);
+    };
+    process.on('SIGTERM', () => void stop('SIGTERM'));
+    process.on('SIGINT', () => void stop('SIGINT'));
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof CliError) {
+    process.stderr.write(`cronflock: ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`cronflock: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
