@@ -11,6 +11,7 @@
  * `wait` at once so another replica claims it without waiting for BullMQ's stall check.
  */
 import { WaitingError, Worker, type Job } from 'bullmq';
+import { setMaxListeners } from 'node:events';
 import type { Redis } from 'ioredis';
 import { findJobKind } from '../../jobs/registry.js';
 import type { JobContext } from '../../jobs/types.js';
@@ -73,7 +74,10 @@ export class Executor {
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
+    setMaxListeners(0, this.stopping.signal);
+  }
 
   /** Sets the schedules this replica knows; deliveries of other schedules are recorded skipped. */
   setSchedules(schedules: readonly EngineSchedule[]): void {

@@ -10,13 +10,18 @@ import { Redis, type RedisOptions } from 'ioredis';
  */
 const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000);
 
-/** A connection for cronflock's own commands and BullMQ's Queue. */
+/**
+ * A connection for cronflock's own commands and BullMQ's Queue. Auto-pipelining sends the commands issued in
+ * one event-loop tick in one write: hundreds of claims and completions per second otherwise cost one socket
+ * write (and one Redis read) each, which profiling showed to be a replica's largest CPU cost.
+ */
 export function connectCommands(url: string, name: string): Redis {
   return new Redis(url, {
     connectionName: name,
     maxRetriesPerRequest: 1,
     retryStrategy,
     enableOfflineQueue: true,
+    enableAutoPipelining: true,
   } satisfies RedisOptions);
 }
 

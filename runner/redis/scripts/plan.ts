@@ -24,6 +24,7 @@ local occPrefix, runsPrefix = ARGV[1], ARGV[2]
 local horizonMs, retentionMs, replica = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local toEnqueue = {}
 local finals = 0
+local latest = {}
 for i = 6, #ARGV, 6 do
   local schedule, dueMs, fireMs, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local disposition, reason = ARGV[i + 4], ARGV[i + 5]
@@ -38,8 +39,11 @@ for i = 6, #ARGV, 6 do
       finals = finals + 1
     end
   end
+  if not latest[schedule] or latest[schedule] < tonumber(dueMs) then latest[schedule] = tonumber(dueMs) end
+end
+for schedule, dueMs in pairs(latest) do
   local wm = rcall('HGET', KEYS[2], schedule)
-  if not wm or tonumber(wm) < tonumber(dueMs) then rcall('HSET', KEYS[2], schedule, dueMs) end
+  if not wm or tonumber(wm) < dueMs then rcall('HSET', KEYS[2], schedule, dueMs) end
 end
 toEnqueue[#toEnqueue + 1] = '|'
 toEnqueue[#toEnqueue + 1] = finals

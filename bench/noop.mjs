@@ -1,0 +1,2 @@
+// A job that does nothing: the benchmark measures the engine, not the work.
+export default { run() {} };
