@@ -12,14 +12,14 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // RFC 9110 §5.1 token
 /** Parameters of an http job, as written in a schedule file. */
 export const httpJobSchema = z
   .strictObject({
-    kind: z.literal('http'),
-    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
-    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
+    kind: z.literal('http').describe('call a URL with a JSON body describing the occurrence'),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('http:// or https:// URL to call'),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST').describe('HTTP method (default POST)'),
     headers: z
       .record(z.string().regex(HEADER_NAME, 'is not a valid HTTP header name'), z.string())
-      .default({}),
-    /** Extra JSON merged into the request body under `params`. */
-    params: z.record(z.string(), z.unknown()).optional(),
+      .default({})
+      .describe('extra request headers'),
+    params: z.record(z.string(), z.unknown()).optional().describe('extra JSON sent in the body under "params"'),
     timeout: positiveDurationMs.default(30_000).describe('per-request timeout, e.g. 10s (default 30s)'),
   })
   .transform(({ timeout, ...rest }) => ({ ...rest, timeoutMs: timeout }));

@@ -11,9 +11,12 @@ import { JobCompileError, type JobContext, type JobKind } from './types.js';
 
 /** Parameters of a module job, as written in a schedule file. */
 export const moduleJobSchema = z.strictObject({
-  kind: z.literal('module'),
-  path: z.string().min(1, 'must name a .js, .mjs or .ts file'),
-  params: z.record(z.string(), z.unknown()).default({}),
+  kind: z.literal('module').describe('a job written in JavaScript or TypeScript'),
+  path: z
+    .string()
+    .min(1, 'must name a .js, .mjs or .ts file')
+    .describe('module file, relative to the schedule file; its default export has run(context, params)'),
+  params: z.record(z.string(), z.unknown()).default({}).describe('passed to run() as its second argument'),
 });
 
 /** Parameters after validation. */

@@ -83,7 +83,7 @@ describe('the cronflock command', () => {
     // A PATH with node and nothing else (node may live in /usr/bin beside redis-server).
     const bin = mkdtempSync(join(tmpdir(), 'cronflock-path-'));
     symlinkSync(process.execPath, join(bin, 'node'));
-    const env = { ...process.env, PATH: bin };
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: bin };
     delete env.REDIS_URL;
     const r = run(['start', 'examples/schedules.yaml'], env);
     expect(r.status).toBe(2);
