@@ -10,7 +10,7 @@
  * When a claim ends without a recorded result (lost, or handed over on SIGTERM), the job is put back in
  * `wait` at once so another replica claims it without waiting for BullMQ's stall check.
  */
-import { WaitingError, Worker, type Job } from 'bullmq';
+import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
 import type { Redis } from 'ioredis';
 import { findJobKind } from '../../jobs/registry.js';
@@ -43,7 +43,6 @@ export interface RunEvent {
 
 interface ActiveRun {
   holder: ClaimHolder;
-  done: Promise<unknown>;
 }
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -86,7 +85,7 @@ export class Executor {
 
   /** Starts taking deliveries. */
   start(): void {
-    this.worker = new Worker<OccurrenceJobData>(this.keys.queueName, (job, token) => this.process(job, token), {
+    this.worker = new Worker<OccurrenceJobData>(this.keys.queueName, (job, token) => this.processSafely(job, token), {
       connection: this.connection,
       prefix: this.keys.ns,
       concurrency: this.opts.concurrency,
@@ -120,7 +119,10 @@ export class Executor {
     const deadline = Date.now() + graceMs;
     while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
-    await Promise.allSettled([...this.active.values()].map((r) => r.done));
+    // Wait for the hand-overs (release + job back in wait), not for job code that ignores its signal: that
+    // code is fenced, and the process must be able to exit.
+    const handoverDeadline = Date.now() + 5_000;
+    while (this.active.size > 0 && Date.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
     await closing;
   }
 
@@ -135,6 +137,22 @@ export class Executor {
   private async giveBack(job: Job<OccurrenceJobData>, token: string | undefined): Promise<never> {
     await job.moveToWait(token).catch(() => undefined); // fails harmlessly when our queue lock is gone
     throw new WaitingError();
+  }
+
+  /**
+   * A delivery that fails for an unexpected reason (Redis unreachable mid-way, a bug) goes back to the queue
+   * a second later rather than into BullMQ's failed set, where nothing would deliver it again. If even that
+   * fails (Redis away), the job keeps its place in `active` and BullMQ's stall check delivers it again.
+   */
+  private async processSafely(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
+    try {
+      return await this.process(job, token);
+    } catch (err) {
+      if (err instanceof WaitingError || err instanceof DelayedError) throw err;
+      this.log.warn({ occurrence: job.data.key, err: (err as Error).message }, 'delivery failed; retrying in 1 s');
+      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
+      throw new DelayedError();
+    }
   }
 
   private async process(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
@@ -230,8 +248,7 @@ export class Executor {
         (value: unknown) => ({ ok: true as const, value }),
         (err: unknown) => ({ ok: false as const, err }),
       );
-    const entry: ActiveRun = { holder, done: settled };
-    this.active.set(job.id!, entry);
+    this.active.set(job.id!, { holder });
     try {
       const first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
       if ('lost' in first) {

@@ -9,9 +9,10 @@
  *   cache — if it is lost, planning restarts from now and the records still de-duplicate.
  * - Recording comes before enqueueing. If a replica dies between the two, the occurrence sits in `pending`
  *   without a BullMQ job; the sweeper (any replica) finds it after `sweepAfterMs` and enqueues it. BullMQ's
- *   job id (`<schedule>@<due ms>`) de-duplicates concurrent enqueues while the job exists, and finished jobs
- *   are kept as long as run records, so a late enqueue cannot make a second job for a finished occurrence; even
- *   if it did, the claim script refuses to run a final occurrence.
+ *   job id (`<schedule>@<due ms>`) de-duplicates concurrent enqueues while the job exists. Finished jobs are
+ *   removed at once: BullMQ would let the same id be added again after that, but only a newly created record
+ *   is ever enqueued, and the claim script refuses to run an occurrence whose record is final, so the run
+ *   record — kept for the retention — is what de-duplicates, not the job.
  * - A replica that lags far behind (paused longer than the record retention) offers only occurrences within
  *   the horizon, which is shorter than the retention, so it can never revive one whose record has expired.
  * - Jobs are enqueued delayed until `fire − prefetch`. BullMQ promotes delayed jobs with each host's clock and
@@ -118,7 +119,7 @@ export class Planner {
       popped.push({ s, next: first });
       const cands: { dueMs: number; fireMs: number }[] = [];
       // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
-      let due: number | null = Math.max(first, s.due.next(now - this.opts.horizonMs - 1) ?? first);
+      let due: number | null = first < now - this.opts.horizonMs ? s.due.next(now - this.opts.horizonMs - 1) : first;
       while (due !== null && due <= until && cands.length < MAX_PER_SCHEDULE_PER_TICK) {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
         due = s.due.next(due);
@@ -162,7 +163,6 @@ export class Planner {
 
   /** Enqueues occurrences as BullMQ jobs, delayed until `fire − prefetch` on this host's clock. */
   async enqueue(items: readonly Omit<OccurrenceJobData, 'manual'>[], manual = false): Promise<void> {
-    const keepS = Math.ceil(this.opts.retentionMs / 1000);
     const now = this.clock.now();
     await this.queue.addBulk(
       items.map((it) => ({
@@ -171,8 +171,8 @@ export class Planner {
         opts: {
           jobId: `${it.schedule}@${it.dueMs}`,
           delay: Math.max(0, it.fireMs - this.opts.prefetchMs - now),
-          removeOnComplete: { age: keepS },
-          removeOnFail: { age: keepS },
+          removeOnComplete: true,
+          removeOnFail: true,
         },
       })),
     );

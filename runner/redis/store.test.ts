@@ -179,6 +179,8 @@ describe('renew, finish, release (fencing)', () => {
 });
 
 describe('sweep', () => {
+  const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefix: 'bull:', horizonMs: 60_000, retentionMs: 120_000 };
+
   it('returns planned occurrences whose queue job is missing, and closes those past the horizon as missed', async () => {
     const now = await redisNow();
     const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
@@ -191,11 +193,29 @@ describe('sweep', () => {
       ],
       o,
     );
-    await redis.hset(`bull:${'s'}@${now - 9_000}`, 'data', '{}'); // the job of `enqueued` exists
-    const out = await store.sweep({ sweepAfterMs: 5000, limit: 10, jobKeyPrefix: 'bull:', horizonMs: 60_000, retentionMs: 120_000 });
-    expect(out).toEqual([{ schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, manual: false }]);
-    const out2 = await store.sweep({ sweepAfterMs: 5000, limit: 10, jobKeyPrefix: 'bull:', horizonMs: 5_000, retentionMs: 120_000 });
-    expect(out2).toEqual([]);
+    await redis.hset(`bull:s@${now - 9_000}`, 'data', '{}'); // the job of \`enqueued\` exists
+    expect(await store.sweep(opts)).toEqual([{ schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, manual: false }]);
+    // Checked entries go to the back: an immediate second sweep finds nothing due for a check.
+    expect(await store.sweep(opts)).toEqual([]);
+    await redis.zadd(keys.pending, 0, lost);
+    expect(await store.sweep({ ...opts, horizonMs: 5_000 })).toEqual([]);
     expect(await record(lost)).toMatchObject({ state: 'missed', reason: 'not claimed within the catch-up horizon' });
+    expect(await redis.zscore(keys.pending, lost)).toBeNull();
+  });
+
+  it('returns a running occurrence whose lease lapsed and whose job is gone, never a live one', async () => {
+    const now = await redisNow();
+    const dead = occurrenceKey('s', now - 20_000);
+    const live = occurrenceKey('s', now - 19_000);
+    await store.claim(req(dead, now - 20_000, now - 20_000, { lockMs: 100 }));
+    await store.claim(req(live, now - 19_000, now - 19_000, { lockMs: 60_000 }));
+    await sleep(150);
+    await redis.zadd(keys.pending, 0, dead, 0, live); // as if last checked long ago
+    expect(await store.sweep(opts)).toEqual([{ schedule: 's', dueMs: now - 20_000, fireMs: now - 20_000, manual: false }]);
+    // Once final, it leaves the set.
+    await store.claim(req(dead, now - 20_000, now - 20_000, { lockMs: 5000 }));
+    expect(await store.finish(dead, 2, { state: 'succeeded', retentionMs: 120_000 })).toBe(true);
+    expect(await redis.zscore(keys.pending, dead)).toBeNull();
+    expect(await redis.zscore(keys.pending, live)).not.toBeNull();
   });
 });

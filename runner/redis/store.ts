@@ -140,12 +140,14 @@ export class Store {
   ): Promise<boolean> {
     const out = await this.fns[finishScript.name]!(
       this.keys.occurrence(key),
+      this.keys.pending,
       token,
       r.state,
       r.reason ?? '',
       r.error ?? '',
       r.result ?? '',
       r.retentionMs,
+      key,
     );
     return Number(out) === 1;
   }

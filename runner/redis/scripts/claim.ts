@@ -33,6 +33,7 @@ local deadlineMs, earlyMs, maxStalls, manual = tonumber(ARGV[9]), tonumber(ARGV[
 if rcall('EXISTS', occKey) == 0 then
   if now - dueMs > horizonMs then return {'stale'} end
   createRecord(occKey, KEYS[3], KEYS[4], schedule, key, dueMs, fireMs, manual, 'scheduled', '', replica, retentionMs)
+  rcall('ZADD', KEYS[2], fireMs, key)
 end
 local rec = rcall('HMGET', occKey, 'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs')
 local state, leaseUntil, holder = rec[1], tonumber(rec[2] or '0'), rec[3]
@@ -41,15 +42,14 @@ if now < fireMs - earlyMs then return {'early', fireMs - now} end
 if state == 'running' and leaseUntil > now then return {'held', leaseUntil - now, holder or ''} end
 
 if state == 'scheduled' and deadlineMs >= 0 and now > fireMs + deadlineMs then
-  finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs)
-  rcall('ZREM', KEYS[2], key)
+  finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs, KEYS[2], key)
   return {'missed'}
 end
 if state == 'running' and rec[4] ~= '1' then
   -- The previous claimant's lease ran out without a release: it stalled (killed, stopped, partitioned).
   local stalls = rcall('HINCRBY', occKey, 'stalls', 1)
   if stalls > maxStalls then
-    finalize(occKey, 'failed', 'stalled ' .. stalls .. ' times (stall limit ' .. maxStalls .. ')', retentionMs)
+    finalize(occKey, 'failed', 'stalled ' .. stalls .. ' times (stall limit ' .. maxStalls .. ')', retentionMs, KEYS[2], key)
     return {'stalled-out'}
   end
 end
@@ -62,7 +62,7 @@ if firstStart == 0 then
 end
 rcall('HSET', occKey, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs, 'released', 0, 'startMs', now)
 rcall('PEXPIRE', occKey, lockMs + retentionMs)
-rcall('ZREM', KEYS[2], key)
+rcall('ZADD', KEYS[2], now, key)
 return {'claimed', token, attempt, now, firstStart}
 `,
 } as const;

@@ -27,13 +27,13 @@ return untilMs
  * record's `refused` field; a lapsed-but-not-yet-taken-over claim is refused too, so the occurrence is claimed
  * again rather than finished by a claimant that may have been presumed dead.
  *
- * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] state (succeeded | failed), ARGV[3] reason,
- * ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs
+ * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] fencing token, ARGV[2] state (succeeded | failed),
+ * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key
  * Returns: 1 when recorded, 0 when refused.
  */
 export const finishScript = {
   name: 'cronflockFinish',
-  numberOfKeys: 1,
+  numberOfKeys: 2,
   lua: `${LUA_PRELUDE}
 local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
@@ -42,7 +42,7 @@ if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now the
 end
 if ARGV[4] ~= '' then rcall('HSET', KEYS[1], 'error', ARGV[4]) end
 if ARGV[5] ~= '' then rcall('HSET', KEYS[1], 'result', ARGV[5]) end
-finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]))
+finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]), KEYS[2], ARGV[7])
 return 1
 `,
 } as const;
@@ -67,9 +67,13 @@ return 1
 } as const;
 
 /**
- * sweep: find planned occurrences whose BullMQ job is missing (a replica crashed between planning and
- * enqueueing, or Redis lost the enqueue) so that they are enqueued again; forget pending entries whose record
- * expired.
+ * sweep: the safety net under "nothing silent". Walks the open occurrences (the `pending` ZSET, oldest check
+ * first) and makes sure each one either has a BullMQ job that will deliver it or is closed:
+ * - scheduled, older than the horizon: recorded missed (nobody could run it in time);
+ * - scheduled or running with a lapsed lease, and no BullMQ job (a replica died between planning and
+ *   enqueueing, a job was lost, or failed out of the queue): returned, to be enqueued again;
+ * - final or expired: dropped from the set.
+ * Entries that are fine are moved to the back (score = now), so every open occurrence gets its turn.
  *
  * KEYS[1] pending (ZSET); ARGV[1] sweepAfterMs, ARGV[2] limit, ARGV[3] run-record key prefix,
  * ARGV[4] BullMQ job key prefix (queue.toKey('')), ARGV[5] horizonMs, ARGV[6] retentionMs
@@ -82,15 +86,19 @@ export const sweepScript = {
 local keys = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, key in ipairs(keys) do
-  local rec = rcall('HMGET', ARGV[3] .. key, 'schedule', 'dueMs', 'fireMs', 'manual', 'state')
-  if not rec[1] or rec[5] ~= 'scheduled' then
+  local occKey = ARGV[3] .. key
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil')
+  local state = rec[5]
+  if not rec[1] or isFinal(state) then
     rcall('ZREM', KEYS[1], key)
-  elseif now - tonumber(rec[2]) > tonumber(ARGV[5]) then
-    -- Nobody could run it within the horizon: say so rather than let it vanish (promise 2).
-    finalize(ARGV[3] .. key, 'missed', 'not claimed within the catch-up horizon', tonumber(ARGV[6]))
-    rcall('ZREM', KEYS[1], key)
-  elseif rcall('EXISTS', ARGV[4] .. rec[1] .. '@' .. rec[2]) == 0 then
-    out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]; out[#out + 1] = rec[4]
+  elseif state == 'scheduled' and now - tonumber(rec[2]) > tonumber(ARGV[5]) then
+    finalize(occKey, 'missed', 'not claimed within the catch-up horizon', tonumber(ARGV[6]), KEYS[1], key)
+  else
+    local lapsed = state == 'scheduled' or tonumber(rec[6] or '0') < now
+    if lapsed and rcall('EXISTS', ARGV[4] .. rec[1] .. '@' .. rec[2]) == 0 then
+      out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]; out[#out + 1] = rec[4]
+    end
+    rcall('ZADD', KEYS[1], now, key)
   end
 end
 return out
@@ -112,8 +120,7 @@ export const abandonScript = {
 local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil')
 if not rec[1] or isFinal(rec[1]) then return 0 end
 if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return 0 end
-finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]))
-rcall('ZREM', KEYS[2], ARGV[4])
+finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
 return 1
 `,
 } as const;

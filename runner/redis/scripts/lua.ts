@@ -3,6 +3,9 @@
  * replicas on skewed hosts agree (promise 5), and runs atomically, so a claim, a renewal or a completion is
  * never interleaved with another replica's.
  *
+ * Every open occurrence (scheduled or running) is in the `pending` ZSET until it is final; the sweeper walks it
+ * so that no open occurrence can be left without a queue job (promise 2: nothing silent).
+ *
  * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, state
  * (scheduled | running | succeeded | failed | missed | skipped), reason, token (fencing token), attempt, stalls,
  * handovers, refused (stale completions refused), replica, leaseUntil, released, plannedAt, firstStartMs,
@@ -35,11 +38,12 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
   rcall('SADD', schedulesKey, schedule)
 end
 
--- Moves an open record to a final state; the record then lives retentionMs.
-local function finalize(occKey, state, reason, retentionMs)
+-- Moves an open record to a final state and out of the pending set; the record then lives retentionMs.
+local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   rcall('HSET', occKey, 'state', state, 'endMs', now)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
   rcall('HDEL', occKey, 'leaseUntil')
   rcall('PEXPIRE', occKey, retentionMs)
+  rcall('ZREM', pendingKey, key)
 end
 `;

@@ -44,6 +44,8 @@ end
 for schedule, dueMs in pairs(latest) do
   local wm = rcall('HGET', KEYS[2], schedule)
   if not wm or tonumber(wm) < dueMs then rcall('HSET', KEYS[2], schedule, dueMs) end
+  -- Forget index entries whose records have expired.
+  rcall('ZREMRANGEBYSCORE', runsPrefix .. schedule, '-inf', now - retentionMs - horizonMs)
 end
 toEnqueue[#toEnqueue + 1] = '|'
 toEnqueue[#toEnqueue + 1] = finals
