@@ -28,6 +28,8 @@ import {
   jobSchema,
   scheduleFileSchema,
   type CatchUpPolicy,
+  type ConcurrencyPolicy,
+  type OnResumePolicy,
   type JobParams,
   type ValidatedSchedule,
 } from './schema.js';
@@ -63,6 +65,19 @@ export interface CompiledSchedule {
   catchUp: CatchUpPolicy;
   /** With `catchUp: 'all'`, the most missed due times that are run (always set; default 10). */
   maxCatchUpRuns: number;
+  /** Overlap across the flock: Allow, Forbid or Replace (Kubernetes CronJob semantics). */
+  concurrencyPolicy: ConcurrencyPolicy;
+  /** With Allow, the most runs at once across the flock; null = no limit. */
+  maxConcurrent: number | null;
+  /** Longest a run may take, in ms; null = no limit. */
+  timeoutMs: number | null;
+  /** Retries of a failed attempt (0 = none). */
+  retries: number;
+  /** First retry delay in ms; doubles per retry, with jitter, up to `retryBackoffMaxMs`. */
+  retryBackoffMs: number;
+  retryBackoffMaxMs: number;
+  /** On `cronflock resume`: skip the occurrences missed while suspended, or run the latest of them. */
+  onResume: OnResumePolicy;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -344,17 +359,7 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 }
 
 function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
-  const definition = {
-    name: s.name,
-    cron: s.cron,
-    timeZone: s.timeZone,
-    jitterMs: s.jitterMs,
-    startingDeadlineMs: s.startingDeadlineMs,
-    suspend: s.suspend,
-    catchUp: s.catchUp,
-    maxCatchUpRuns: s.maxCatchUpRuns,
-    job: s.job,
-  };
+  const { due: _due, ...definition } = s;
   const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
   return { ...definition, job, due: s.due, source, definitionHash };
 }

@@ -31,6 +31,16 @@ export const catchUpSchema = z.enum(['none', 'latest', 'all']);
 /** Catch-up policy after downtime; see {@link catchUpSchema}. */
 export type CatchUpPolicy = z.output<typeof catchUpSchema>;
 
+/** Concurrency policy across the whole flock (Kubernetes CronJob `concurrencyPolicy`). */
+export const concurrencyPolicySchema = z.enum(['Allow', 'Forbid', 'Replace']);
+/** See {@link concurrencyPolicySchema}. */
+export type ConcurrencyPolicy = z.output<typeof concurrencyPolicySchema>;
+
+/** What happens on resume to occurrences missed while suspended at run time (`cronflock suspend`). */
+export const onResumeSchema = z.enum(['skip', 'latest']);
+/** See {@link onResumeSchema}. */
+export type OnResumePolicy = z.output<typeof onResumeSchema>;
+
 /** Default of `maxCatchUpRuns` (applies with `catchUp: all`). */
 export const DEFAULT_MAX_CATCH_UP_RUNS = 10;
 
@@ -89,6 +99,32 @@ const scheduleObject = z.strictObject({
       description: `With catchUp: all, the most missed due times that are run after downtime (default ${DEFAULT_MAX_CATCH_UP_RUNS}).`,
       default: DEFAULT_MAX_CATCH_UP_RUNS,
     }),
+  concurrencyPolicy: concurrencyPolicySchema
+    .default('Allow')
+    .describe(
+      'When an occurrence is due while an earlier one of this schedule still runs on any replica: Allow = run both (up to maxConcurrent), Forbid = record the new one skipped (overlap), Replace = abort the running one and start the new one (default Allow, as Kubernetes CronJob).',
+    ),
+  maxConcurrent: z
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .optional()
+    .describe('With concurrencyPolicy: Allow, the most runs of this schedule at once across the flock; later ones wait for a free slot, within their starting deadline (default: no limit).'),
+  timeout: positiveDurationMs
+    .optional()
+    .describe('Longest a run may take: its AbortSignal fires and the attempt is recorded failed: timeout. A duration such as 30s or 10m (default: no limit).'),
+  retries: z
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(100, 'must be at most 100')
+    .default(0)
+    .describe('How many times a failed attempt (error, non-2xx, timeout) is retried, with exponential backoff and jitter (default 0).'),
+  retryBackoff: positiveDurationMs.prefault('1s').describe('Delay before the first retry; it doubles with each retry, with jitter (default 1s).'),
+  retryBackoffMax: positiveDurationMs.prefault('5m').describe('Longest delay between retries (default 5m).'),
+  onResume: onResumeSchema
+    .default('latest')
+    .describe(
+      'After `cronflock resume`: skip = occurrences missed while suspended stay skipped, latest = the most recent of them runs once, within its starting deadline (default latest, as Kubernetes CronJob).',
+    ),
   job: jobSchema,
 });
 
@@ -120,6 +156,22 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
       code: 'custom',
       path: ['maxCatchUpRuns'],
       message: `only applies with catchUp: all (catchUp is ${String(v.catchUp)})`,
+      params: issueParams('SCHEMA_INVALID'),
+    });
+  }
+  if (v.maxConcurrent !== undefined && v.concurrencyPolicy !== undefined && v.concurrencyPolicy !== 'Allow') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxConcurrent'],
+      message: `only applies with concurrencyPolicy: Allow (concurrencyPolicy is ${String(v.concurrencyPolicy)}, which runs one at a time)`,
+      params: issueParams('SCHEMA_INVALID'),
+    });
+  }
+  if (typeof v.retryBackoff === 'number' && typeof v.retryBackoffMax === 'number' && v.retryBackoffMax < v.retryBackoff) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retryBackoffMax'],
+      message: 'must not be shorter than retryBackoff',
       params: issueParams('SCHEMA_INVALID'),
     });
   }
@@ -161,6 +213,13 @@ export const scheduleSchema = scheduleObject
     suspend: v.suspend,
     catchUp: v.catchUp,
     maxCatchUpRuns: v.maxCatchUpRuns ?? DEFAULT_MAX_CATCH_UP_RUNS,
+    concurrencyPolicy: v.concurrencyPolicy,
+    maxConcurrent: v.maxConcurrent ?? null,
+    timeoutMs: v.timeout ?? null,
+    retries: v.retries,
+    retryBackoffMs: v.retryBackoff,
+    retryBackoffMaxMs: v.retryBackoffMax,
+    onResume: v.onResume,
     job: v.job,
     due: compiledDue.get(v) ?? compileCron(v.cron, v.timeZone, { hashSeed: v.name }),
   }));

@@ -18,8 +18,12 @@ export class ClaimLostError extends Error {
   readonly code = 'CLAIM_LOST';
   constructor(
     message: string,
-    /** `lost`: lease lapsed or taken over; `handover`: given up on SIGTERM. */
-    readonly kind: 'lost' | 'handover' = 'lost',
+    /**
+     * `lost`: lease lapsed or taken over (the claim is no longer ours); `handover`: given up on SIGTERM;
+     * `cancel`: a newer occurrence replaces this one (concurrencyPolicy Replace); `timeout`: the run took longer
+     * than the schedule's timeout. With `cancel` and `timeout` the claim is still ours, to record the outcome.
+     */
+    readonly kind: 'lost' | 'handover' | 'cancel' | 'timeout' = 'lost',
   ) {
     super(message);
     this.name = 'ClaimLostError';
@@ -72,6 +76,11 @@ export class ClaimHolder {
     this.stopTimers();
   }
 
+  /** True while the lease is certainly ours (monotonic clock since the last successful renewal). */
+  get live(): boolean {
+    return !this.closed && performance.now() < this.validUntilMono;
+  }
+
   private stopTimers(): void {
     if (this.renewTimer) clearTimeout(this.renewTimer);
     if (this.guardTimer) clearTimeout(this.guardTimer);
@@ -103,14 +112,15 @@ export class ClaimHolder {
     if (this.ac.signal.aborted) return;
     const sentMono = performance.now();
     try {
-      const until = await this.store.renew(this.key, this.token, this.lockMs, this.retentionMs);
+      const { untilMs, cancelBy } = await this.store.renew(this.key, this.token, this.lockMs, this.retentionMs);
       if (this.closed || this.ac.signal.aborted) return;
-      if (until === 0) {
+      if (untilMs === 0) {
         this.abort(new ClaimLostError(`claim of ${this.key} (fencing token ${this.token}) was taken over or lapsed`));
         return;
       }
       this.validUntilMono = sentMono + this.lockMs;
       this.armGuard();
+      if (cancelBy) this.abort(new ClaimLostError(`replaced by ${cancelBy} (concurrencyPolicy Replace)`, 'cancel'));
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'lease renewal failed; retrying until the lease lapses');
       if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew(true);

@@ -12,23 +12,23 @@
  */
 import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { findJobKind } from '../../jobs/registry.js';
 import type { JobContext } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { RedisClock } from '../redis/clock.js';
-import type { Store } from '../redis/store.js';
+import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
-import type { OccurrenceJobData } from './planner.js';
+import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
   schedule: string;
   key: string;
-  state: 'succeeded' | 'failed' | 'lost' | 'handover' | 'skipped' | 'missed' | 'final' | 'stale' | 'stalled-out';
+  state: 'succeeded' | 'failed' | 'retrying' | 'lost' | 'handover' | 'skipped' | 'missed' | 'final' | 'stale' | 'stalled-out';
   replica: string;
   attempt?: number;
   fencingToken?: number;
@@ -69,7 +69,7 @@ export class Executor {
   constructor(
     private readonly store: Store,
     private readonly keys: Keyspace,
-    private readonly connection: Redis,
+    private readonly connection: RedisClient,
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
@@ -182,20 +182,23 @@ export class Executor {
         key: d.key,
         dueMs: d.dueMs,
         fireMs: d.fireMs,
-        manual: d.manual,
         lockMs: o.lockMs,
         horizonMs: o.horizonMs,
         retentionMs: o.retentionMs,
         startingDeadlineMs: sched.startingDeadlineMs,
         earlyToleranceMs: 0,
         maxStalls: o.maxStalls,
+        origin: d.origin ?? 'schedule',
+        concurrencyPolicy: sched.concurrencyPolicy,
+        maxConcurrent: sched.maxConcurrent,
       });
       if (claim.status === 'early') await sleep(claim.waitMs + 1, this.stopping.signal);
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') return this.run(job, token, sched, kind, claim, sentMono);
       else {
-        this.log.info({ occurrence: d.key, outcome: claim.status }, 'delivery closed without a run');
-        this.emit({ ...base, state: claim.status === 'final' ? 'final' : claim.status });
+        const reason = claim.status === 'skipped' ? claim.reason : undefined;
+        this.log.info({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
+        this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });
         return;
       }
     }
@@ -222,7 +225,7 @@ export class Executor {
         startMs: claim.nowMs,
         attempt: claim.attempt,
         fencingToken: claim.token,
-        manual: d.manual,
+        manual: (d.origin ?? 'schedule') !== 'schedule',
       },
       signal: holder.signal,
       log,
@@ -249,48 +252,92 @@ export class Executor {
         (err: unknown) => ({ ok: false as const, err }),
       );
     this.active.set(job.id!, { holder });
+    const timeout =
+      sched.timeoutMs === null
+        ? undefined
+        : setTimeout(() => holder.abort(new ClaimLostError(`timed out after ${sched.timeoutMs} ms`, 'timeout')), sched.timeoutMs);
     try {
       const first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
+      let outcome: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string };
       if ('lost' in first) {
         const lost = first.lost;
-        // Give the lease up (token-guarded: a no-op when someone else already holds it) so the next claim
-        // need not wait for it to lapse.
-        await this.store.release(d.key, claim.token, lost.message).catch(() => false);
-        log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
-        // Whatever the stale run still does is fenced: its completion is sent and refused (and counted).
-        void settled.then(async (r) => {
-          const accepted = await this.finish(d.key, claim.token, r).catch(() => false);
-          log.warn({ accepted }, accepted ? 'late completion accepted' : 'late completion refused (stale fencing token)');
-        });
-        this.emit({ ...base, state: lost.kind === 'handover' ? 'handover' : 'lost', error: lost.message });
-        return await this.giveBack(job, token);
-      }
+        if (lost.kind === 'lost' || lost.kind === 'handover') return await this.abandonClaim(job, token, claim.token, lost, settled, log, base);
+        // Timeout or replaced: the claim is still ours; record the outcome now, whatever the job still does.
+        outcome = { ok: false, err: lost, reason: lost.kind === 'timeout' ? 'timeout' : 'replaced' };
+        log.warn({ reason: lost.message }, lost.kind === 'timeout' ? 'run timed out; aborted' : 'run replaced; aborted');
+      } else outcome = first;
       holder.close();
-      const accepted = await this.finish(d.key, claim.token, first);
+      const replaced = !outcome.ok && outcome.reason === 'replaced';
+      const result = await this.finish(d.key, claim.token, outcome, replaced ? 0 : sched.retries, sched);
       const endMs = this.clock.now();
-      if (!accepted) {
+      if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
         this.emit({ ...base, state: 'lost', recorded: false, endMs });
         return await this.giveBack(job, token);
       }
-      const error = first.ok ? undefined : errorText(first.err);
-      log.info({ state: first.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
-      this.emit({ ...base, state: first.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
+      const error = outcome.ok ? undefined : errorText(outcome.err);
+      if (result.status === 'retrying') {
+        log.warn({ error, retryAt: iso(result.retryAtMs) }, 'run failed; retrying');
+        this.emit({ ...base, state: 'retrying', error, endMs });
+        // Deliver the same job again at the retry time (BullMQ delays run on this host's clock).
+        await job.moveToDelayed(result.retryAtMs - this.clock.offsetMs, token);
+        throw new DelayedError();
+      }
+      log.info({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
+      this.emit({ ...base, state: outcome.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
       return undefined;
     } finally {
+      if (timeout) clearTimeout(timeout);
       holder.close();
       this.active.delete(job.id!);
     }
   }
 
-  private finish(key: string, token: number, r: { ok: true; value: unknown } | { ok: false; err: unknown }): Promise<boolean> {
+  /**
+   * The claim is no longer ours (lease lapsed or taken over), or is handed over on SIGTERM: give the lease up
+   * (token-guarded, a no-op when someone else holds it), put the job back so another replica claims at once,
+   * and let whatever the job still does run into the fence: its late completion is sent and refused.
+   */
+  private async abandonClaim(
+    job: Job<OccurrenceJobData>,
+    token: string | undefined,
+    fencingToken: number,
+    lost: ClaimLostError,
+    settled: Promise<{ ok: true; value: unknown } | { ok: false; err: unknown }>,
+    log: Logger,
+    base: Omit<RunEvent, 'state'>,
+  ): Promise<never> {
+    const key = job.data.key;
+    await this.store.release(key, fencingToken, lost.message).catch(() => false);
+    log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
+    void settled.then(async (r) => {
+      const res = await this.finish(key, fencingToken, r, 0).catch(() => ({ status: 'refused' as const }));
+      log.warn(
+        { accepted: res.status !== 'refused' },
+        res.status !== 'refused' ? 'late completion accepted' : 'late completion refused (stale fencing token)',
+      );
+    });
+    this.emit({ ...base, state: lost.kind === 'handover' ? 'handover' : 'lost', error: lost.message });
+    return this.giveBack(job, token);
+  }
+
+  private finish(
+    key: string,
+    token: number,
+    r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
+    retries: number,
+    sched?: Pick<EngineSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+  ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     return this.store.finish(key, token, {
       state: r.ok ? 'succeeded' : 'failed',
-      reason: r.ok ? '' : 'job failed',
+      reason: r.ok ? '' : (r.reason ?? 'job failed'),
       error: r.ok ? '' : errorText(r.err),
       result,
       retentionMs: this.opts.retentionMs,
+      retries,
+      retryBackoffMs: sched?.retryBackoffMs,
+      retryBackoffMaxMs: sched?.retryBackoffMaxMs,
     });
   }
 }

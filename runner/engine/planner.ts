@@ -25,21 +25,14 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
+import type { Keyspace } from '../redis/keys.js';
 import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { decide } from './dispositions.js';
 import { MinHeap } from './heap.js';
+import { enqueueOccurrences, type OccurrenceJobData } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
-
-/** Data of a BullMQ job: one occurrence. Times UTC ms. */
-export interface OccurrenceJobData {
-  schedule: string;
-  key: string;
-  dueMs: number;
-  fireMs: number;
-  manual: boolean;
-}
 
 /** Most candidates one schedule contributes to one tick (a catch-up after a long pause is spread over ticks). */
 const MAX_PER_SCHEDULE_PER_TICK = 5_000;
@@ -60,6 +53,7 @@ export class Planner {
   constructor(
     private readonly store: Store,
     private readonly queue: Queue,
+    private readonly keys: Keyspace,
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
@@ -109,6 +103,8 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
+    // Run-time suspensions (`cronflock suspend`), read every tick so every replica obeys within a tick.
+    const suspended = await this.store.redis.hgetall(this.keys.suspended);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: EngineSchedule; next: number }[] = [];
@@ -124,7 +120,8 @@ export class Planner {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
         due = s.due.next(due);
       }
-      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+      const policy = s.name in suspended ? { ...s, suspend: true } : s;
+      const decisions = decide(cands, policy, now, this.opts.catchUpGraceMs);
       cands.forEach((c, i) =>
         items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
       );
@@ -141,7 +138,7 @@ export class Planner {
         this.counters.finals += finals;
         if (toEnqueue.length > 0) {
           const byKey = new Map(chunk.map((c) => [c.key, c]));
-          await this.enqueue(toEnqueue.map((k) => byKey.get(k)!));
+          await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
         }
       }
     } catch (err) {
@@ -161,24 +158,6 @@ export class Planner {
     }
   }
 
-  /** Enqueues occurrences as BullMQ jobs, delayed until `fire − prefetch` on this host's clock. */
-  async enqueue(items: readonly Omit<OccurrenceJobData, 'manual'>[], manual = false): Promise<void> {
-    const now = this.clock.now();
-    await this.queue.addBulk(
-      items.map((it) => ({
-        name: it.schedule,
-        data: { schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, manual } satisfies OccurrenceJobData,
-        opts: {
-          jobId: `${it.schedule}@${it.dueMs}`,
-          delay: Math.max(0, it.fireMs - this.opts.prefetchMs - now),
-          removeOnComplete: true,
-          removeOnFail: true,
-        },
-      })),
-    );
-    this.counters.enqueued += items.length;
-  }
-
   /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */
   private async sweep(): Promise<void> {
     const lost = await this.store.sweep({
@@ -191,6 +170,11 @@ export class Planner {
     if (lost.length === 0) return;
     this.counters.swept += lost.length;
     this.log.warn({ count: lost.length }, 'sweeper re-enqueued planned occurrences whose job was missing');
-    await this.enqueue(lost.map((l) => ({ ...l, key: occurrenceKey(l.schedule, l.dueMs) })));
+    await this.enqueue(lost);
+  }
+
+  private async enqueue(items: OccurrenceJobData[]): Promise<void> {
+    await enqueueOccurrences(this.queue, this.keys, this.clock, this.opts.prefetchMs, items);
+    this.counters.enqueued += items.length;
   }
 }

@@ -3,12 +3,12 @@
  * like against the same Redis and namespace.
  */
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { RedisClock } from '../redis/clock.js';
-import { connectCommands, connectWorker } from '../redis/connect.js';
+import { connectCommands, connectWorker, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
+import { publishDefinitions } from './control.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
@@ -30,7 +30,7 @@ export class Replica {
     readonly planner: Planner,
     readonly executor: Executor,
     private readonly queue: Queue,
-    private readonly conns: Redis[],
+    private readonly conns: RedisClient[],
     private readonly log: Logger,
   ) {}
 
@@ -39,7 +39,9 @@ export class Replica {
    * @throws when Redis cannot be reached for the first clock sample.
    */
   static async start(p: {
+    /** Any URL form of runner/redis/url.ts: one server, Sentinel or Cluster; `rediss…` with `redisTls`. */
     redisUrl: string;
+    redisTls?: RedisTlsFiles;
     schedules: readonly EngineSchedule[];
     options: RunnerOptions;
     log: Logger;
@@ -47,20 +49,21 @@ export class Replica {
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
-    const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`);
-    const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`);
+    const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
+    const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
     for (const c of [cmd, wrk]) c.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
     const store = new Store(cmd, keys);
-    const clock = new RedisClock(cmd);
+    const clock = new RedisClock(cmd, undefined, keys.ns);
     const first = await clock.sync();
     log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
     const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
     queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
-    const planner = new Planner(store, queue, clock, o, log);
+    const planner = new Planner(store, queue, keys, clock, o, log);
     const executor = new Executor(store, keys, wrk, clock, o, log);
     executor.onRun = p.onRun;
     executor.setSchedules(p.schedules);
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
+    await publishDefinitions(cmd, keys, p.schedules, o.replica, clock.now());
     executor.start();
     await planner.start(p.schedules);
     r.syncClockLoop();

@@ -48,8 +48,24 @@ export class Keyspace {
   get watermarks(): string {
     return `${this.ns}:wm`;
   }
-  /** BullMQ job id of an occurrence (BullMQ ids may not contain ':', so the due time is in epoch ms). */
-  jobId(schedule: string, dueMs: number): string {
-    return `${schedule}@${dueMs}`;
+  /** ZSET of a schedule's claimed occurrences scored by lease end: what the concurrency policy sees. */
+  active(schedule: string): string {
+    return `${this.ns}:active:${schedule}`;
+  }
+  /** ZSET of a schedule's waiting backfill occurrences scored by due time (they run oldest first). */
+  backfillQueue(schedule: string): string {
+    return `${this.ns}:bfq:${schedule}`;
+  }
+  /** HASH schedule → JSON {sinceMs, by}: schedules suspended at run time (`cronflock suspend`). */
+  get suspended(): string {
+    return `${this.ns}:suspended`;
+  }
+  /** HASH schedule → JSON definition: what the replicas run, for `trigger`, `backfill` and operators. */
+  get definitions(): string {
+    return `${this.ns}:defs`;
+  }
+  /** BullMQ job id of an occurrence: its key with ':' (not allowed in BullMQ ids) replaced by '-'. */
+  jobId(occurrenceKey: string): string {
+    return occurrenceKey.replaceAll(':', '-');
   }
 }

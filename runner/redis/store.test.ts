@@ -37,8 +37,9 @@ async function record(key: string) {
 }
 function req(key: string, dueMs: number, fireMs: number, over: Partial<ClaimRequest> = {}): ClaimRequest {
   return {
-    replica: 'a', schedule: 's', key, dueMs, fireMs, manual: false, lockMs: 1000, horizonMs: 60_000,
-    retentionMs: 120_000, startingDeadlineMs: null, earlyToleranceMs: 0, maxStalls: 2, ...over,
+    replica: 'a', schedule: 's', key, dueMs, fireMs, origin: 'schedule', lockMs: 1000, horizonMs: 60_000,
+    retentionMs: 120_000, startingDeadlineMs: null, earlyToleranceMs: 0, maxStalls: 2, concurrencyPolicy: 'Allow',
+    maxConcurrent: null, ...over,
   };
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -143,15 +144,15 @@ describe('renew, finish, release (fencing)', () => {
     const key = occurrenceKey('s', now);
     const a = await store.claim(req(key, now, now, { lockMs: 300 }));
     expect(a.status).toBe('claimed');
-    expect(await store.renew(key, 1, 300, 120_000)).toBeGreaterThan(now);
+    expect((await store.renew(key, 1, 300, 120_000)).untilMs).toBeGreaterThan(now);
     await sleep(350);
-    expect(await store.renew(key, 1, 300, 120_000)).toBe(0); // lapsed: never revived
-    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toBe(false); // lapsed, nobody else yet
+    expect((await store.renew(key, 1, 300, 120_000)).untilMs).toBe(0); // lapsed: never revived
+    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'refused' }); // lapsed, nobody else yet
     const b = await store.claim(req(key, now, now, { replica: 'b', lockMs: 5000 }));
     expect(b).toMatchObject({ status: 'claimed', token: 2 });
-    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toBe(false); // stale token
-    expect(await store.finish(key, 2, { state: 'succeeded', result: '{"ok":1}', retentionMs: 120_000 })).toBe(true);
-    expect(await store.finish(key, 2, { state: 'failed', retentionMs: 120_000 })).toBe(false); // final already
+    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'refused' }); // stale token
+    expect(await store.finish(key, 2, { state: 'succeeded', result: '{"ok":1}', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect(await store.finish(key, 2, { state: 'failed', retentionMs: 120_000 })).toEqual({ status: 'refused' }); // final already
     expect(await record(key)).toMatchObject({ state: 'succeeded', fencingToken: 2, replica: 'b', refused: 3, result: '{"ok":1}' });
   });
 
@@ -169,7 +170,7 @@ describe('renew, finish, release (fencing)', () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now);
     await store.claim(req(key, now, now, { retentionMs: 400 }));
-    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 400 })).toBe(true);
+    expect(await store.finish(key, 1, { state: 'succeeded', retentionMs: 400 })).toEqual({ status: 'recorded' });
     const ttl = await redis.pttl(keys.occurrence(key));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(400);
@@ -193,8 +194,8 @@ describe('sweep', () => {
       ],
       o,
     );
-    await redis.hset(`bull:s@${now - 9_000}`, 'data', '{}'); // the job of \`enqueued\` exists
-    expect(await store.sweep(opts)).toEqual([{ schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, manual: false }]);
+    await redis.hset(`bull:${keys.jobId(enqueued)}`, 'data', '{}'); // the job of \`enqueued\` exists
+    expect(await store.sweep(opts)).toEqual([{ key: lost, schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, origin: 'schedule' }]);
     // Checked entries go to the back: an immediate second sweep finds nothing due for a check.
     expect(await store.sweep(opts)).toEqual([]);
     await redis.zadd(keys.pending, 0, lost);
@@ -211,11 +212,122 @@ describe('sweep', () => {
     await store.claim(req(live, now - 19_000, now - 19_000, { lockMs: 60_000 }));
     await sleep(150);
     await redis.zadd(keys.pending, 0, dead, 0, live); // as if last checked long ago
-    expect(await store.sweep(opts)).toEqual([{ schedule: 's', dueMs: now - 20_000, fireMs: now - 20_000, manual: false }]);
+    expect(await store.sweep(opts)).toEqual([{ key: dead, schedule: 's', dueMs: now - 20_000, fireMs: now - 20_000, origin: 'schedule' }]);
     // Once final, it leaves the set.
     await store.claim(req(dead, now - 20_000, now - 20_000, { lockMs: 5000 }));
-    expect(await store.finish(dead, 2, { state: 'succeeded', retentionMs: 120_000 })).toBe(true);
+    expect(await store.finish(dead, 2, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect(await redis.zscore(keys.pending, dead)).toBeNull();
     expect(await redis.zscore(keys.pending, live)).not.toBeNull();
+  });
+});
+
+describe('concurrency policy (claim)', () => {
+  async function running(key: string, due: number, over: Partial<ClaimRequest> = {}) {
+    const r = await store.claim(req(key, due, due, { lockMs: 60_000, ...over }));
+    expect(r.status).toBe('claimed');
+  }
+
+  it('Forbid: a scheduled occurrence that finds another running is recorded skipped (overlap)', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await running(a, now - 2000, { concurrencyPolicy: 'Forbid' });
+    const r = await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', replica: 'b' }));
+    expect(r).toEqual({ status: 'skipped', reason: `overlap: ${a} still running (concurrencyPolicy Forbid)` });
+    expect(await record(b)).toMatchObject({ state: 'skipped', fencingToken: 0 });
+    // Once the first has finished, the next runs.
+    expect(await store.finish(a, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    const c = occurrenceKey('s', now);
+    expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+  });
+
+  it('Forbid: a run whose lease lapsed does not block the next one', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    await store.claim(req(a, now - 2000, now - 2000, { lockMs: 100, concurrencyPolicy: 'Forbid' }));
+    await sleep(150);
+    const b = occurrenceKey('s', now - 1000);
+    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+  });
+
+  it('Replace: the newer asks the older to stop and waits; the older learns it at renewal; an older arrival is superseded', async () => {
+    const now = await redisNow();
+    const old = occurrenceKey('s', now - 2000);
+    const neu = occurrenceKey('s', now - 1000);
+    await running(old, now - 2000, { concurrencyPolicy: 'Replace' });
+    const r = await store.claim(req(neu, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', replica: 'b' }));
+    expect(r.status).toBe('held');
+    expect(await store.renew(old, 1, 60_000, 120_000)).toMatchObject({ cancelBy: neu });
+    // The executor records a replaced run failed without retries.
+    expect(await store.finish(old, 1, { state: 'failed', reason: 'replaced', retentionMs: 120_000, retries: 0 })).toEqual({
+      status: 'recorded',
+    });
+    expect((await store.claim(req(neu, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', replica: 'b' }))).status).toBe('claimed');
+    const older = occurrenceKey('s', now - 3000);
+    expect(await store.claim(req(older, now - 3000, now - 3000, { concurrencyPolicy: 'Replace' }))).toEqual({
+      status: 'skipped',
+      reason: `superseded: newer ${neu} is running (concurrencyPolicy Replace)`,
+    });
+  });
+
+  it('Allow with maxConcurrent: waits for a free slot', async () => {
+    const now = await redisNow();
+    const keysRun = [0, 1].map((i) => occurrenceKey('s', now - 3000 + i * 1000));
+    for (const [i, k] of keysRun.entries()) await running(k, now - 3000 + i * 1000, { maxConcurrent: 2 });
+    const third = occurrenceKey('s', now - 1000);
+    expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('held');
+    expect(await store.release(keysRun[0]!, 1, 'done')).toBe(true);
+    expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
+  });
+
+  it('backfill occurrences wait (never skip) and run oldest first under Forbid; they are de-duplicated', async () => {
+    const now = await redisNow();
+    const o = { schedule: 's', origin: 'backfill' as const, by: 'test', retentionMs: 120_000 };
+    const ks = [3, 2, 1].map((h) => ({ key: occurrenceKey('s', now - h * 3_600_000), dueMs: now - h * 3_600_000 }));
+    for (const k of ks) expect((await store.enqueueManual({ ...o, ...k })).created).toBe(true);
+    expect((await store.enqueueManual({ ...o, ...ks[0]! })).created).toBe(false);
+    const claimB = (i: number) => store.claim(req(ks[i]!.key, ks[i]!.dueMs, now, { origin: 'backfill', concurrencyPolicy: 'Forbid', lockMs: 60_000 }));
+    expect((await claimB(1)).status).toBe('held'); // not the oldest
+    expect((await claimB(0)).status).toBe('claimed');
+    expect((await claimB(1)).status).toBe('held'); // the oldest runs
+    expect(await store.finish(ks[0]!.key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect((await claimB(2)).status).toBe('held'); // order holds
+    expect((await claimB(1)).status).toBe('claimed');
+  });
+});
+
+describe('retries and suspension (claim/finish)', () => {
+  it('a failure with retries left becomes retrying with backoff; the next claim waits for retryAt', async () => {
+    const now = await redisNow();
+    const key = occurrenceKey('s', now);
+    await store.claim(req(key, now, now, { lockMs: 10_000 }));
+    const f = await store.finish(key, 1, { state: 'failed', error: 'boom', retentionMs: 120_000, retries: 2, retryBackoffMs: 400, retryBackoffMaxMs: 1000 });
+    expect(f.status).toBe('retrying');
+    if (f.status === 'retrying') {
+      expect(f.retryAtMs - now).toBeGreaterThanOrEqual(200);
+      expect(f.retryAtMs - now).toBeLessThan(400 + 500);
+    }
+    expect(await record(key)).toMatchObject({ state: 'retrying', error: 'boom' });
+    expect((await store.claim(req(key, now, now))).status).toBe('early');
+    await sleep(450);
+    expect(await store.claim(req(key, now, now))).toMatchObject({ status: 'claimed', token: 2, attempt: 2 });
+    expect((await record(key))!.stalls).toBe(0);
+    const g = await store.finish(key, 2, { state: 'failed', retentionMs: 120_000, retries: 2, retryBackoffMs: 400, retryBackoffMaxMs: 1000 });
+    expect(g.status).toBe('retrying'); // second failure: delay doubles (800, capped at 1000) × jitter
+    if (g.status === 'retrying') expect(g.retryAtMs - (await redisNow())).toBeGreaterThanOrEqual(300);
+    await sleep(1050);
+    await store.claim(req(key, now, now));
+    expect(await store.finish(key, 3, { state: 'failed', retentionMs: 120_000, retries: 2 })).toEqual({ status: 'recorded' });
+    expect(await record(key)).toMatchObject({ state: 'failed', attempt: 3 });
+  });
+
+  it('a scheduled occurrence of a suspended schedule is recorded skipped; a manual one still runs', async () => {
+    const now = await redisNow();
+    await redis.hset(keys.suspended, 's', JSON.stringify({ sinceMs: now }));
+    const key = occurrenceKey('s', now);
+    expect(await store.claim(req(key, now, now))).toEqual({ status: 'skipped', reason: 'suspended' });
+    const m = occurrenceKey('s', now, 'manual');
+    await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
+    expect((await store.claim(req(m, now, now, { origin: 'manual' }))).status).toBe('claimed');
   });
 });

@@ -1,13 +1,16 @@
 /**
  * Typed access to cronflock's Lua scripts and run records. One instance per Redis connection.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
-import { claimScript } from './scripts/claim.js';
+import { claimScript, enqueueManualScript } from './scripts/claim.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
 import { planScript } from './scripts/plan.js';
 
-const SCRIPTS = [planScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript];
+const SCRIPTS = [planScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript, enqueueManualScript];
+
+/** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
+export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
 
 /** What the planner hands to {@link Store.plan}. Times are UTC ms. */
 export interface PlannedOccurrence {
@@ -28,6 +31,7 @@ export type ClaimResult =
   | { status: 'final'; state: string }
   | { status: 'stale' }
   | { status: 'missed' }
+  | { status: 'skipped'; reason: string }
   | { status: 'stalled-out' };
 
 /** Parameters of a claim. */
@@ -37,7 +41,7 @@ export interface ClaimRequest {
   key: string;
   dueMs: number;
   fireMs: number;
-  manual: boolean;
+  origin: Origin;
   lockMs: number;
   horizonMs: number;
   retentionMs: number;
@@ -45,7 +49,13 @@ export interface ClaimRequest {
   startingDeadlineMs: number | null;
   earlyToleranceMs: number;
   maxStalls: number;
+  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  /** null: no limit. */
+  maxConcurrent: number | null;
 }
+
+/** Result of {@link Store.finish}. */
+export type FinishResult = { status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' };
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -54,7 +64,7 @@ export class Store {
   private readonly fns: Record<string, ScriptFn>;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly keys: Keyspace,
   ) {
     for (const s of SCRIPTS) {
@@ -90,6 +100,9 @@ export class Store {
       k.pending,
       k.runs(r.schedule),
       k.schedules,
+      k.active(r.schedule),
+      k.suspended,
+      k.backfillQueue(r.schedule),
       r.replica,
       r.lockMs,
       r.horizonMs,
@@ -101,7 +114,9 @@ export class Store {
       r.startingDeadlineMs ?? -1,
       r.earlyToleranceMs,
       r.maxStalls,
-      r.manual ? 1 : 0,
+      r.origin,
+      r.concurrencyPolicy,
+      r.maxConcurrent ?? -1,
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed':
@@ -118,6 +133,8 @@ export class Store {
         return { status: 'held', waitMs: Number(out[1]), holder: String(out[2]) };
       case 'final':
         return { status: 'final', state: String(out[1]) };
+      case 'skipped':
+        return { status: 'skipped', reason: String(out[1]) };
       case 'stale':
       case 'missed':
       case 'stalled-out':
@@ -127,18 +144,38 @@ export class Store {
     }
   }
 
-  /** Extends a lease. @returns the new lease end (Redis ms), or 0 when the claim is lost. */
-  async renew(key: string, token: number, lockMs: number, retentionMs: number): Promise<number> {
-    return Number(await this.fns[renewScript.name]!(this.keys.occurrence(key), token, lockMs, retentionMs));
+  /**
+   * Extends a lease.
+   * @returns the new lease end (Redis ms; 0 when the claim is lost) and, under concurrencyPolicy Replace, the
+   * key of the newer occurrence that asked this one to stop ('' when none did).
+   */
+  async renew(key: string, token: number, lockMs: number, retentionMs: number): Promise<{ untilMs: number; cancelBy: string }> {
+    const [untilMs, cancelBy] = (await this.fns[renewScript.name]!(this.keys.occurrence(key), token, lockMs, retentionMs, key)) as [
+      number,
+      string,
+    ];
+    return { untilMs: Number(untilMs), cancelBy: String(cancelBy ?? '') };
   }
 
-  /** Records an attempt's result if `token` is still current. @returns false when refused (stale claimant). */
+  /**
+   * Records an attempt's result if `token` is still current and its lease live; a failure with retries left
+   * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter.
+   */
   async finish(
     key: string,
     token: number,
-    r: { state: 'succeeded' | 'failed'; reason?: string; error?: string; result?: string; retentionMs: number },
-  ): Promise<boolean> {
-    const out = await this.fns[finishScript.name]!(
+    r: {
+      state: 'succeeded' | 'failed';
+      reason?: string;
+      error?: string;
+      result?: string;
+      retentionMs: number;
+      retries?: number;
+      retryBackoffMs?: number;
+      retryBackoffMaxMs?: number;
+    },
+  ): Promise<FinishResult> {
+    const [code, retryAt] = (await this.fns[finishScript.name]!(
       this.keys.occurrence(key),
       this.keys.pending,
       token,
@@ -148,13 +185,47 @@ export class Store {
       r.result ?? '',
       r.retentionMs,
       key,
-    );
-    return Number(out) === 1;
+      r.retries ?? 0,
+      r.retryBackoffMs ?? 1000,
+      r.retryBackoffMaxMs ?? 300_000,
+      Math.random(),
+    )) as [number, number];
+    if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
+    return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
 
   /** Gives a claim up so another replica can claim at once. @returns false when it was no longer ours. */
   async release(key: string, token: number, why: string): Promise<boolean> {
-    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why)) === 1;
+    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key)) === 1;
+  }
+
+  /**
+   * Records a trigger, backfill or resume occurrence (not bounded by the horizon) unless one with the same key
+   * exists. @returns whether it was created, and its fire time (Redis now).
+   */
+  async enqueueManual(o: {
+    schedule: string;
+    key: string;
+    dueMs: number;
+    origin: Exclude<Origin, 'schedule'>;
+    by: string;
+    retentionMs: number;
+  }): Promise<{ created: boolean; fireMs: number }> {
+    const k = this.keys;
+    const [created, fireMs] = (await this.fns[enqueueManualScript.name]!(
+      k.occurrence(o.key),
+      k.pending,
+      k.runs(o.schedule),
+      k.schedules,
+      k.backfillQueue(o.schedule),
+      o.schedule,
+      o.key,
+      o.dueMs,
+      o.origin,
+      o.by,
+      o.retentionMs,
+    )) as [number, number];
+    return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
 
   /** Closes an unclaimed occurrence with a final state. @returns false when it was final or held. */
@@ -170,7 +241,7 @@ export class Store {
     jobKeyPrefix: string;
     horizonMs: number;
     retentionMs: number;
-  }): Promise<{ schedule: string; dueMs: number; fireMs: number; manual: boolean }[]> {
+  }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin }[]> {
     const k = this.keys;
     const out = (await this.fns[sweepScript.name]!(
       k.pending,
@@ -182,8 +253,8 @@ export class Store {
       o.retentionMs,
     )) as string[];
     const res = [];
-    for (let i = 0; i + 3 < out.length; i += 4) {
-      res.push({ schedule: out[i]!, dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]), manual: out[i + 3] === '1' });
+    for (let i = 0; i + 4 < out.length; i += 5) {
+      res.push({ key: out[i]!, schedule: out[i + 1]!, dueMs: Number(out[i + 2]), fireMs: Number(out[i + 3]), origin: out[i + 4] as Origin });
     }
     return res;
   }

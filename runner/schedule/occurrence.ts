@@ -8,9 +8,13 @@
  */
 import { createHash } from 'node:crypto';
 
-/** Key of an occurrence, `<schedule>@<due ISO>`, e.g. `ping-billing@2026-01-01T00:00:02.000Z`. */
-export function occurrenceKey(schedule: string, dueMs: number): string {
-  return `${schedule}@${new Date(dueMs).toISOString()}`;
+/**
+ * Key of an occurrence, `<schedule>@<due ISO>`, e.g. `ping-billing@2026-01-01T00:00:02.000Z`. Occurrences that
+ * the cron expression did not produce (`cronflock trigger`, the run after `resume`) carry a tag:
+ * `<schedule>@<ISO>~manual`, so they never collide with a scheduled occurrence of the same instant.
+ */
+export function occurrenceKey(schedule: string, dueMs: number, tag?: string): string {
+  return `${schedule}@${new Date(dueMs).toISOString()}${tag ? `~${tag}` : ''}`;
 }
 
 /** Splits an occurrence key back into schedule name and due time (UTC ms); null when it is not one. */

@@ -1,50 +1,106 @@
 import { LUA_PRELUDE } from './lua.js';
 
 /**
- * claim: take an occurrence to run it. The one place where "at most one live claimant" is decided.
+ * claim: take an occurrence to run it. The one place where "at most one live claimant" and the concurrency
+ * policy are decided, atomically, on the Redis clock.
  *
  * BullMQ delivers an occurrence at least once (a stalled job is delivered again); this script turns delivery
- * into at most one live claim per occurrence: a claim is refused while another claimant's lease is live on the
- * Redis clock, every claim increments the fencing token, and a final record is never claimed again (so a
- * duplicate delivery, or a job re-added after BullMQ removed it, runs nothing).
+ * into at most one live claim per occurrence: a claim is refused while another claimant's lease is live, every
+ * claim increments the fencing token, and a final record is never claimed again (so a duplicate delivery, or a
+ * job re-added after BullMQ removed it, runs nothing).
  *
- * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule (ZSET), KEYS[4] schedules (SET)
+ * Concurrency policy (Kubernetes CronJob semantics, across every replica): the schedule's `active` set holds
+ * the occurrences whose lease is live. Forbid: a scheduled or manual occurrence that finds another one running
+ * is recorded skipped (overlap). Replace: the newer occurrence asks the older running ones to stop (their
+ * claimant learns it at its next renewal and its AbortSignal fires) and waits until they have stopped or lost
+ * their claim; an older occurrence that finds a newer one running is recorded skipped (superseded). Allow with
+ * maxConcurrent: waits for a free slot (within the starting deadline). Backfill occurrences never skip or
+ * replace: they wait, and run oldest first.
+ *
+ * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule (ZSET), KEYS[4] schedules
+ * (SET), KEYS[5] active set of the schedule (ZSET), KEYS[6] suspended schedules (HASH), KEYS[7] backfill queue
+ * of the schedule (ZSET)
  * ARGV[1] replica, ARGV[2] lockMs, ARGV[3] horizonMs, ARGV[4] retentionMs, ARGV[5] schedule, ARGV[6] dueMs,
  * ARGV[7] fireMs, ARGV[8] occurrence key, ARGV[9] startingDeadlineMs (-1: none), ARGV[10] earlyToleranceMs,
- * ARGV[11] maxStalls, ARGV[12] manual (0|1)
+ * ARGV[11] maxStalls, ARGV[12] origin (schedule | manual | backfill | resume), ARGV[13] concurrency policy
+ * (Allow | Forbid | Replace), ARGV[14] maxConcurrent (-1: no limit)
  * Returns one of:
  *   {'claimed', token, attempt, nowMs, firstStartMs}   the caller holds the claim until leaseUntil
- *   {'early', waitMs}             the fire time has not come on the Redis clock
- *   {'held', waitMs, replica}     another claimant's lease is live
+ *   {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
+ *   {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
  *   {'final', state}              already finished: nothing to do
  *   {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
  *   {'missed'}                    recorded missed: it can no longer start within its starting deadline
+ *   {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
  *   {'stalled-out'}               recorded failed: it stalled more than maxStalls times
  */
 export const claimScript = {
   name: 'cronflockClaim',
-  numberOfKeys: 4,
+  numberOfKeys: 7,
   lua: `${LUA_PRELUDE}
 local occKey = KEYS[1]
 local replica, lockMs, horizonMs, retentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local schedule, dueMs, fireMs, key = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local deadlineMs, earlyMs, maxStalls, manual = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+local deadlineMs, earlyMs, maxStalls, origin = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+local policy, maxConcurrent = ARGV[13], tonumber(ARGV[14])
+local occPrefix = string.sub(occKey, 1, #occKey - #key)
 
 if rcall('EXISTS', occKey) == 0 then
   if now - dueMs > horizonMs then return {'stale'} end
-  createRecord(occKey, KEYS[3], KEYS[4], schedule, key, dueMs, fireMs, manual, 'scheduled', '', replica, retentionMs)
+  createRecord(occKey, KEYS[3], KEYS[4], schedule, key, dueMs, fireMs, origin, 'scheduled', '', replica, retentionMs)
   rcall('ZADD', KEYS[2], fireMs, key)
 end
-local rec = rcall('HMGET', occKey, 'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs')
+local rec = rcall('HMGET', occKey, 'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs', 'retryAt', 'origin')
 local state, leaseUntil, holder = rec[1], tonumber(rec[2] or '0'), rec[3]
+origin = rec[9] or origin
 if isFinal(state) then return {'final', state} end
 if now < fireMs - earlyMs then return {'early', fireMs - now} end
 if state == 'running' and leaseUntil > now then return {'held', leaseUntil - now, holder or ''} end
+if state == 'retrying' and now < tonumber(rec[8] or '0') then return {'early', tonumber(rec[8]) - now} end
 
-if state == 'scheduled' and deadlineMs >= 0 and now > fireMs + deadlineMs then
-  finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs, KEYS[2], key)
-  return {'missed'}
+if state == 'scheduled' and origin == 'schedule' then
+  local suspended = rcall('HGET', KEYS[6], schedule)
+  if suspended then
+    finalize(occKey, 'skipped', 'suspended', retentionMs, KEYS[2], key)
+    return {'skipped', 'suspended'}
+  end
+  if deadlineMs >= 0 and now > fireMs + deadlineMs then
+    finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs, KEYS[2], key)
+    return {'missed'}
+  end
 end
+
+-- Concurrency policy: who else of this schedule holds a live claim?
+rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1)
+local others = {}
+for _, other in ipairs(rcall('ZRANGE', KEYS[5], 0, -1)) do
+  if other ~= key then others[#others + 1] = other end
+end
+if #others > 0 then
+  if origin == 'backfill' and policy ~= 'Allow' then return {'held', 250, others[1]} end
+  if policy == 'Forbid' then
+    local why = 'overlap: ' .. others[1] .. ' still running (concurrencyPolicy Forbid)'
+    finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
+    return {'skipped', why}
+  elseif policy == 'Replace' then
+    for _, other in ipairs(others) do
+      if tonumber(rcall('HGET', occPrefix .. other, 'dueMs') or '0') > dueMs then
+        local why = 'superseded: newer ' .. other .. ' is running (concurrencyPolicy Replace)'
+        finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
+        return {'skipped', why}
+      end
+    end
+    for _, other in ipairs(others) do rcall('HSET', occPrefix .. other, 'cancelRequested', key) end
+    return {'held', 100, others[1]}
+  elseif maxConcurrent >= 0 and #others >= maxConcurrent then
+    return {'held', 250, others[1]}
+  end
+end
+if origin == 'backfill' then
+  local head = rcall('ZRANGE', KEYS[7], 0, 0)[1]
+  if head and head ~= key and policy ~= 'Allow' then return {'held', 250, head} end
+end
+
 if state == 'running' and rec[4] ~= '1' then
   -- The previous claimant's lease ran out without a release: it stalled (killed, stopped, partitioned).
   local stalls = rcall('HINCRBY', occKey, 'stalls', 1)
@@ -60,9 +116,38 @@ if firstStart == 0 then
   firstStart = now
   rcall('HSET', occKey, 'firstStartMs', now, 'latenessMs', now - fireMs)
 end
-rcall('HSET', occKey, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs, 'released', 0, 'startMs', now)
+rcall('HSET', occKey, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs, 'released', 0, 'startMs', now,
+  'activeKey', KEYS[5])
+rcall('HDEL', occKey, 'cancelRequested', 'retryAt')
 rcall('PEXPIRE', occKey, lockMs + retentionMs)
 rcall('ZADD', KEYS[2], now, key)
+rcall('ZADD', KEYS[5], now + lockMs, key)
 return {'claimed', token, attempt, now, firstStart}
+`,
+} as const;
+
+/**
+ * enqueueManual: record an occurrence that does not come from the planner — `cronflock trigger` (origin
+ * manual), `cronflock backfill` (origin backfill, de-duplicated against occurrences that already have a
+ * record), and the run after `cronflock resume` (origin resume). Not bounded by the horizon: it is asked for.
+ *
+ * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule, KEYS[4] schedules (SET),
+ * KEYS[5] backfill queue of the schedule (ZSET)
+ * ARGV[1] schedule, ARGV[2] occurrence key, ARGV[3] dueMs, ARGV[4] origin, ARGV[5] who asked,
+ * ARGV[6] retentionMs
+ * Returns: {created (0|1), fireMs}: fireMs is now on the Redis clock (it runs at once).
+ */
+export const enqueueManualScript = {
+  name: 'cronflockEnqueueManual',
+  numberOfKeys: 5,
+  lua: `${LUA_PRELUDE}
+if rcall('EXISTS', KEYS[1]) == 1 then return {0, 0} end
+createRecord(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], now, ARGV[4], 'scheduled', '', ARGV[5], tonumber(ARGV[6]))
+rcall('ZADD', KEYS[2], now, ARGV[2])
+if ARGV[4] == 'backfill' then
+  rcall('ZADD', KEYS[5], ARGV[3], ARGV[2])
+  rcall('HSET', KEYS[1], 'queueKey', KEYS[5])
+end
+return {1, now}
 `,
 } as const;

@@ -1,23 +1,25 @@
 import { LUA_PRELUDE } from './lua.js';
 
 /**
- * renew: extend the lease of a live claim. Fails (returns 0) when the fencing token changed, the record is no
- * longer running, or the lease already ran out on the Redis clock: a lapsed lease is never revived, because
- * another replica may be entitled to re-claim from that instant on.
+ * renew: extend the lease of a live claim (and its place in the schedule's active set). Fails when the fencing
+ * token changed, the record is no longer running, or the lease already ran out on the Redis clock: a lapsed
+ * lease is never revived, because another replica may be entitled to re-claim from that instant on.
+ * Also tells the claimant when a newer occurrence asked it to stop (concurrencyPolicy Replace).
  *
- * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] lockMs, ARGV[3] retentionMs
- * Returns: the new leaseUntil (Redis ms), or 0 when the claim is lost.
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] lockMs, ARGV[3] retentionMs, ARGV[4] occurrence key
+ * Returns: {leaseUntil (Redis ms), cancelRequestedBy or ''}, or {0, ''} when the claim is lost.
  */
 export const renewScript = {
   name: 'cronflockRenew',
   numberOfKeys: 1,
   lua: `${LUA_PRELUDE}
-local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
-if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then return 0 end
+local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil', 'activeKey', 'cancelRequested')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then return {0, ''} end
 local untilMs = now + tonumber(ARGV[2])
 rcall('HSET', KEYS[1], 'leaseUntil', untilMs)
 rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]))
-return untilMs
+if rec[4] then rcall('ZADD', rec[4], 'XX', untilMs, ARGV[4]) end
+return {untilMs, rec[5] or ''}
 `,
 } as const;
 
@@ -27,9 +29,13 @@ return untilMs
  * record's `refused` field; a lapsed-but-not-yet-taken-over claim is refused too, so the occurrence is claimed
  * again rather than finished by a claimant that may have been presumed dead.
  *
+ * A failure with retries left becomes `retrying` (an open state) until `retryAt`: the delay is
+ * min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1).
+ *
  * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] fencing token, ARGV[2] state (succeeded | failed),
- * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key
- * Returns: 1 when recorded, 0 when refused.
+ * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key,
+ * ARGV[8] retries allowed, ARGV[9] retryBackoffMs, ARGV[10] retryBackoffMaxMs, ARGV[11] jitter u in [0, 1)
+ * Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
  */
 export const finishScript = {
   name: 'cronflockFinish',
@@ -38,12 +44,23 @@ export const finishScript = {
 local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
   if rcall('EXISTS', KEYS[1]) == 1 then rcall('HINCRBY', KEYS[1], 'refused', 1) end
-  return 0
+  return {0, 0}
 end
 if ARGV[4] ~= '' then rcall('HSET', KEYS[1], 'error', ARGV[4]) end
 if ARGV[5] ~= '' then rcall('HSET', KEYS[1], 'result', ARGV[5]) end
+if ARGV[2] == 'failed' then
+  local failures = rcall('HINCRBY', KEYS[1], 'failures', 1)
+  if failures <= tonumber(ARGV[8]) then
+    local base = math.min(tonumber(ARGV[10]), tonumber(ARGV[9]) * 2 ^ (failures - 1))
+    local retryAt = now + math.floor(base * (0.5 + tonumber(ARGV[11]) / 2))
+    rcall('HSET', KEYS[1], 'state', 'retrying', 'retryAt', retryAt, 'released', 1, 'leaseUntil', 0, 'reason', ARGV[3])
+    deactivate(KEYS[1], ARGV[7])
+    rcall('ZADD', KEYS[2], retryAt, ARGV[7])
+    return {2, retryAt}
+  end
+end
 finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]), KEYS[2], ARGV[7])
-return 1
+return {1, 0}
 `,
 } as const;
 
@@ -51,7 +68,7 @@ return 1
  * release: give a claim up on purpose (SIGTERM hand-over, or a claimant that learnt its lease lapsed) so that
  * another replica may claim at once instead of waiting for the lease to run out. Not counted as a stall.
  *
- * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] why
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] why, ARGV[3] occurrence key
  * Returns: 1 when released, 0 when the claim was no longer ours.
  */
 export const releaseScript = {
@@ -62,6 +79,7 @@ local rec = rcall('HMGET', KEYS[1], 'token', 'state')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
 rcall('HSET', KEYS[1], 'leaseUntil', 0, 'released', 1, 'releaseReason', ARGV[2])
 rcall('HINCRBY', KEYS[1], 'handovers', 1)
+deactivate(KEYS[1], ARGV[3])
 return 1
 `,
 } as const;
@@ -69,15 +87,15 @@ return 1
 /**
  * sweep: the safety net under "nothing silent". Walks the open occurrences (the `pending` ZSET, oldest check
  * first) and makes sure each one either has a BullMQ job that will deliver it or is closed:
- * - scheduled, older than the horizon: recorded missed (nobody could run it in time);
- * - scheduled or running with a lapsed lease, and no BullMQ job (a replica died between planning and
+ * - scheduled (by the planner), older than the horizon: recorded missed (nobody could run it in time);
+ * - scheduled, retrying, or running with a lapsed lease, and no BullMQ job (a replica died between planning and
  *   enqueueing, a job was lost, or failed out of the queue): returned, to be enqueued again;
  * - final or expired: dropped from the set.
  * Entries that are fine are moved to the back (score = now), so every open occurrence gets its turn.
  *
  * KEYS[1] pending (ZSET); ARGV[1] sweepAfterMs, ARGV[2] limit, ARGV[3] run-record key prefix,
  * ARGV[4] BullMQ job key prefix (queue.toKey('')), ARGV[5] horizonMs, ARGV[6] retentionMs
- * Returns: flat list of schedule, dueMs, fireMs, manual for each occurrence to enqueue again.
+ * Returns: flat list of occurrence key, schedule, dueMs, fireMs, origin for each occurrence to enqueue again.
  */
 export const sweepScript = {
   name: 'cronflockSweep',
@@ -87,16 +105,17 @@ local keys = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'L
 local out = {}
 for _, key in ipairs(keys) do
   local occKey = ARGV[3] .. key
-  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil')
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil', 'origin')
   local state = rec[5]
   if not rec[1] or isFinal(state) then
     rcall('ZREM', KEYS[1], key)
-  elseif state == 'scheduled' and now - tonumber(rec[2]) > tonumber(ARGV[5]) then
+  elseif state == 'scheduled' and now - tonumber(rec[2]) > tonumber(ARGV[5]) and rec[4] ~= '1' then
     finalize(occKey, 'missed', 'not claimed within the catch-up horizon', tonumber(ARGV[6]), KEYS[1], key)
   else
-    local lapsed = state == 'scheduled' or tonumber(rec[6] or '0') < now
-    if lapsed and rcall('EXISTS', ARGV[4] .. rec[1] .. '@' .. rec[2]) == 0 then
-      out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]; out[#out + 1] = rec[4]
+    local lapsed = state ~= 'running' or tonumber(rec[6] or '0') < now
+    if lapsed and rcall('EXISTS', ARGV[4] .. string.gsub(key, ':', '-')) == 0 then
+      out[#out + 1] = key; out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]
+      out[#out + 1] = rec[7] or 'schedule'
     end
     rcall('ZADD', KEYS[1], now, key)
   end

@@ -6,10 +6,15 @@
  * Every open occurrence (scheduled or running) is in the `pending` ZSET until it is final; the sweeper walks it
  * so that no open occurrence can be left without a queue job (promise 2: nothing silent).
  *
- * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, state
- * (scheduled | running | succeeded | failed | missed | skipped), reason, token (fencing token), attempt, stalls,
- * handovers, refused (stale completions refused), replica, leaseUntil, released, plannedAt, firstStartMs,
- * startMs, latenessMs, endMs, error, result.
+ * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, origin
+ * (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
+ * skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
+ * completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
+ * firstStartMs, startMs, latenessMs, endMs, error, result.
+ *
+ * While claimed, an occurrence is also in its schedule's `active` ZSET (score: lease end), which is how the
+ * concurrency policy sees runs on every replica; backfill occurrences wait in their schedule's backfill queue
+ * ZSET (score: due time) so they run oldest first.
  */
 
 /** `now` in ms from the server clock, and the helpers the scripts share. */
@@ -24,8 +29,9 @@ end
 
 -- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
 -- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs.
-local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, manual, state, reason, replica, retentionMs)
-  rcall('HSET', occKey, 'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs, 'manual', manual,
+local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs)
+  rcall('HSET', occKey, 'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs,
+    'manual', origin == 'schedule' and 0 or 1, 'origin', origin,
     'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
   if isFinal(state) then
@@ -38,12 +44,22 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
   rcall('SADD', schedulesKey, schedule)
 end
 
--- Moves an open record to a final state and out of the pending set; the record then lives retentionMs.
+-- Takes a claimed occurrence out of its schedule's active set (the concurrency policy's view).
+local function deactivate(occKey, key)
+  local activeKey = rcall('HGET', occKey, 'activeKey')
+  if activeKey then rcall('ZREM', activeKey, key) end
+end
+
+-- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
+-- lives retentionMs.
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   rcall('HSET', occKey, 'state', state, 'endMs', now)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
   rcall('HDEL', occKey, 'leaseUntil')
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
+  deactivate(occKey, key)
+  local queueKey = rcall('HGET', occKey, 'queueKey')
+  if queueKey then rcall('ZREM', queueKey, key) end
 end
 `;

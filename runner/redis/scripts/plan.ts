@@ -31,11 +31,11 @@ for i = 6, #ARGV, 6 do
   local occKey = occPrefix .. key
   if now - tonumber(dueMs) <= horizonMs and rcall('EXISTS', occKey) == 0 then
     if disposition == 'run' then
-      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 0, 'scheduled', '', replica, retentionMs)
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', 'scheduled', '', replica, retentionMs)
       rcall('ZADD', KEYS[1], fireMs, key)
       toEnqueue[#toEnqueue + 1] = key
     else
-      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 0, disposition, reason, replica, retentionMs)
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', disposition, reason, replica, retentionMs)
       finals = finals + 1
     end
   end

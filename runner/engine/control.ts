@@ -1,0 +1,195 @@
+/**
+ * Operating a running flock from outside: `cronflock trigger | backfill | suspend | resume`. Everything goes
+ * through Redis — the same records, the same claim path and the same concurrency policy as scheduled
+ * occurrences — so it works whichever replicas are up, and needs no leader to talk to.
+ */
+import type { Queue } from 'bullmq';
+import type { RedisClient } from '../redis/connect.js';
+import { compileCron } from '../schedule/cron.js';
+import { occurrenceKey } from '../schedule/occurrence.js';
+import type { RedisClock } from '../redis/clock.js';
+import type { Keyspace } from '../redis/keys.js';
+import type { Store } from '../redis/store.js';
+import { listRuns } from '../records/runs.js';
+import { enqueueOccurrences } from './enqueue.js';
+import type { RunnerOptions } from './options.js';
+import type { EngineSchedule } from './schedule.js';
+
+/** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
+export interface PublishedDefinition {
+  cron: string;
+  timeZone: string;
+  jitterMs: number;
+  startingDeadlineMs: number | null;
+  concurrencyPolicy: EngineSchedule['concurrencyPolicy'];
+  onResume: 'skip' | 'latest';
+  definitionHash: string;
+  replica: string;
+  publishedAtMs: number;
+}
+
+/** A control operation refused; the message says why and what to do. */
+export class ControlError extends Error {
+  readonly code = 'CONTROL_REFUSED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ControlError';
+  }
+}
+
+/** Publishes the definitions a replica runs, so operators and the CLI see what the flock runs. */
+export async function publishDefinitions(
+  redis: RedisClient,
+  keys: Keyspace,
+  schedules: readonly (EngineSchedule & { definitionHash?: string; onResume?: 'skip' | 'latest' })[],
+  replica: string,
+  nowMs: number,
+): Promise<void> {
+  if (schedules.length === 0) return;
+  const fields: string[] = [];
+  for (const s of schedules) {
+    const def: PublishedDefinition = {
+      cron: s.due.expression,
+      timeZone: s.due.timeZone,
+      jitterMs: s.jitterMs,
+      startingDeadlineMs: s.startingDeadlineMs,
+      concurrencyPolicy: s.concurrencyPolicy,
+      onResume: s.onResume ?? 'latest',
+      definitionHash: s.definitionHash ?? '',
+      replica,
+      publishedAtMs: nowMs,
+    };
+    fields.push(s.name, JSON.stringify(def));
+  }
+  await redis.hset(keys.definitions, ...fields);
+}
+
+/** Context of a control operation. */
+export interface ControlContext {
+  redis: RedisClient;
+  keys: Keyspace;
+  store: Store;
+  queue: Queue;
+  clock: RedisClock;
+  options: Pick<RunnerOptions, 'retentionMs' | 'prefetchMs'>;
+  /** Who asks (recorded as plannedBy), e.g. `cli@host`. */
+  by: string;
+}
+
+/** The published definition of `schedule`. @throws ControlError when no replica runs it. */
+export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, schedule: string): Promise<PublishedDefinition> {
+  const raw = await c.redis.hget(c.keys.definitions, schedule);
+  if (raw) return JSON.parse(raw) as PublishedDefinition;
+  const known = (await c.redis.hkeys(c.keys.definitions)).sort();
+  throw new ControlError(
+    `no replica runs a schedule named "${schedule}"` +
+      (known.length ? `; known schedules: ${known.join(', ')}` : '; no replica has started in this namespace yet'),
+  );
+}
+
+/**
+ * Runs a schedule now, as a manual occurrence (`<schedule>@<now>~manual`) through the normal claim path: the
+ * concurrency policy applies (Forbid skips it while another run is live), and it is recorded with origin manual.
+ * @returns the occurrence key.
+ */
+export async function trigger(c: ControlContext, schedule: string): Promise<string> {
+  await definitionOf(c, schedule);
+  await c.clock.sync();
+  const dueMs = c.clock.now();
+  const key = occurrenceKey(schedule, dueMs, 'manual');
+  const r = await c.store.enqueueManual({ schedule, key, dueMs, origin: 'manual', by: c.by, retentionMs: c.options.retentionMs });
+  await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, [{ schedule, key, dueMs, fireMs: r.fireMs, origin: 'manual' }]);
+  return key;
+}
+
+/** Result of {@link backfill}. */
+export interface BackfillResult {
+  /** Occurrences created and enqueued, oldest first. */
+  enqueued: string[];
+  /** Due times in the range that already had a record (ran, or are planned): left alone. */
+  existing: string[];
+}
+
+/** Most occurrences one backfill may create. */
+export const MAX_BACKFILL = 10_000;
+
+/**
+ * Creates the occurrences of `schedule` due in `[fromMs, toMs]` that have no record yet, and enqueues them to
+ * run now, oldest first. With Forbid or Replace they run one at a time in due-time order; with Allow, side by
+ * side up to maxConcurrent. De-duplicated against records, which are kept for the retention.
+ * @throws ControlError for an empty or reversed range, or more than {@link MAX_BACKFILL} occurrences.
+ */
+export async function backfill(c: ControlContext, schedule: string, fromMs: number, toMs: number): Promise<BackfillResult> {
+  if (!(fromMs <= toMs)) throw new ControlError('--from must not be after --to');
+  const def = await definitionOf(c, schedule);
+  const due = compileCron(def.cron, def.timeZone, { hashSeed: schedule });
+  const dues: number[] = [];
+  for (let t = due.next(fromMs - 1); t !== null && t <= toMs; t = due.next(t)) {
+    dues.push(t);
+    if (dues.length > MAX_BACKFILL) {
+      throw new ControlError(`the range holds more than ${MAX_BACKFILL} occurrences of "${schedule}"; backfill a shorter range at a time`);
+    }
+  }
+  const out: BackfillResult = { enqueued: [], existing: [] };
+  const jobs = [];
+  for (const dueMs of dues) {
+    const key = occurrenceKey(schedule, dueMs);
+    const r = await c.store.enqueueManual({ schedule, key, dueMs, origin: 'backfill', by: c.by, retentionMs: c.options.retentionMs });
+    if (r.created) {
+      out.enqueued.push(key);
+      jobs.push({ schedule, key, dueMs, fireMs: r.fireMs, origin: 'backfill' as const });
+    } else out.existing.push(key);
+  }
+  await c.clock.sync();
+  await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, jobs);
+  return out;
+}
+
+/**
+ * Suspends a schedule on every replica (within a planner tick): its occurrences are recorded skipped
+ * (suspended) until {@link resume}. Idempotent.
+ */
+export async function suspend(c: Pick<ControlContext, 'redis' | 'keys' | 'clock' | 'by'>, schedule: string): Promise<void> {
+  await definitionOf(c, schedule);
+  await c.clock.sync();
+  await c.redis.hsetnx(c.keys.suspended, schedule, JSON.stringify({ sinceMs: c.clock.now(), by: c.by }));
+}
+
+/** Result of {@link resume}. */
+export interface ResumeResult {
+  wasSuspended: boolean;
+  /** With onResume: latest, the occurrence run now for the latest due time missed while suspended. */
+  ran?: string;
+  /** Why nothing was run although onResume is latest. */
+  note?: string;
+}
+
+/**
+ * Resumes a suspended schedule. With `onResume: latest`, the most recent occurrence skipped while suspended
+ * runs once now (`<schedule>@<due>~resume`), unless its starting deadline has passed.
+ */
+export async function resume(c: ControlContext, schedule: string): Promise<ResumeResult> {
+  const def = await definitionOf(c, schedule);
+  const raw = await c.redis.hget(c.keys.suspended, schedule);
+  if (!raw) return { wasSuspended: false };
+  await c.redis.hdel(c.keys.suspended, schedule);
+  if (def.onResume !== 'latest') return { wasSuspended: true };
+  const { sinceMs } = JSON.parse(raw) as { sinceMs: number };
+  await c.clock.sync();
+  const now = c.clock.now();
+  const skipped = (await listRuns(c.redis, c.keys, { schedule, fromMs: sinceMs, toMs: now, limit: 1000 })).find(
+    (r) => r.state === 'skipped' && r.reason === 'suspended' && r.manual === false,
+  );
+  if (!skipped) return { wasSuspended: true, note: 'no occurrence was due while suspended' };
+  if (def.startingDeadlineMs !== null && now > skipped.fireMs + def.startingDeadlineMs) {
+    return { wasSuspended: true, note: `the latest missed occurrence ${skipped.key} is past its starting deadline` };
+  }
+  const key = occurrenceKey(schedule, skipped.dueMs, 'resume');
+  const r = await c.store.enqueueManual({ schedule, key, dueMs: skipped.dueMs, origin: 'resume', by: c.by, retentionMs: c.options.retentionMs });
+  if (r.created) {
+    await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, [
+      { schedule, key, dueMs: skipped.dueMs, fireMs: r.fireMs, origin: 'resume' },
+    ]);
+  }
+  return { wasSuspended: true, ran: key };
+}
