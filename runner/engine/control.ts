@@ -146,8 +146,8 @@ export async function backfill(c: ControlContext, schedule: string, fromMs: numb
 }
 
 /**
- * Suspends a schedule on every replica (within a planner tick): its occurrences are recorded skipped
- * (suspended) until {@link resume}. Idempotent.
+ * Suspends a schedule on every replica at once: the claim script records each occurrence that fires while
+ * suspended as skipped (suspended), until {@link resume}. Manual triggers still run. Idempotent.
  */
 export async function suspend(c: Pick<ControlContext, 'redis' | 'keys' | 'clock' | 'by'>, schedule: string): Promise<void> {
   await definitionOf(c, schedule);
@@ -178,7 +178,7 @@ export async function resume(c: ControlContext, schedule: string): Promise<Resum
   await c.clock.sync();
   const now = c.clock.now();
   const skipped = (await listRuns(c.redis, c.keys, { schedule, fromMs: sinceMs, toMs: now, limit: 1000 })).find(
-    (r) => r.state === 'skipped' && r.reason === 'suspended' && r.manual === false,
+    (r) => r.state === 'skipped' && r.reason === 'suspended' && r.manual === false && r.dueMs <= now,
   );
   if (!skipped) return { wasSuspended: true, note: 'no occurrence was due while suspended' };
   if (def.startingDeadlineMs !== null && now > skipped.fireMs + def.startingDeadlineMs) {

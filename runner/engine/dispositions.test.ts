@@ -17,6 +17,8 @@ describe('decide', () => {
     const d = decide(cands, policy(), NOW, 1000);
     expect(runs(d)).toEqual([7, 8, 9]);
     expect(d[0]).toEqual({ disposition: 'missed', reason: 'catch-up: superseded by a later overdue occurrence' });
+    expect(d[7]).toEqual({ disposition: 'run', reason: 'catch-up: run late (catchUp latest)' });
+    expect(d[8]).toEqual({ disposition: 'run', reason: '' });
   });
   it('catchUp none: runs no overdue occurrence', () => {
     expect(runs(decide(cands, policy({ catchUp: 'none' }), NOW, 1000))).toEqual([8, 9]);

@@ -61,5 +61,7 @@ export function decide(
         ? 'catch-up: superseded by a later overdue occurrence'
         : `catch-up: more than maxCatchUpRuns (${policy.maxCatchUpRuns}) overdue`;
   for (const i of dropped) out[i] = { disposition: 'missed', reason: why };
+  // The ones kept say so in their record: it explains why they start late.
+  for (const i of overdue.slice(dropped.length)) out[i] = { disposition: 'run', reason: `catch-up: run late (catchUp ${policy.catchUp})` };
   return out;
 }

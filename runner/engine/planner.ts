@@ -103,8 +103,6 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
-    // Run-time suspensions (`cronflock suspend`), read every tick so every replica obeys within a tick.
-    const suspended = await this.store.redis.hgetall(this.keys.suspended);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: EngineSchedule; next: number }[] = [];
@@ -120,8 +118,9 @@ export class Planner {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
         due = s.due.next(due);
       }
-      const policy = s.name in suspended ? { ...s, suspend: true } : s;
-      const decisions = decide(cands, policy, now, this.opts.catchUpGraceMs);
+      // A run-time suspension (`cronflock suspend`) is decided by the claim script at the fire time, not here:
+      // occurrences planned ahead must still run if the schedule is resumed before they fire.
+      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
       cands.forEach((c, i) =>
         items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
       );

@@ -22,6 +22,8 @@ export class Receiver {
   holdMs = new Map<string, number>();
   /** Per schedule name: status code to answer. */
   status = new Map<string, number>();
+  /** Per schedule name: answer 500 to the first N calls of each occurrence, then as usual. */
+  failFirst = new Map<string, number>();
 
   private constructor(
     private readonly server: Server,
@@ -44,7 +46,9 @@ export class Receiver {
         setTimeout(() => {
           if (res.destroyed) return;
           d.answeredMs = Date.now();
-          res.statusCode = ref.self!.status.get(d.body.schedule) ?? 200;
+          const seen = ref.self!.deliveries.filter((x) => x.body.occurrence === d.body.occurrence).length;
+          const failing = seen <= (ref.self!.failFirst.get(d.body.schedule) ?? 0);
+          res.statusCode = failing ? 500 : (ref.self!.status.get(d.body.schedule) ?? 200);
           res.end('ok');
         }, hold);
       });

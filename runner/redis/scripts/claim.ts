@@ -58,6 +58,8 @@ if now < fireMs - earlyMs then return {'early', fireMs - now} end
 if state == 'running' and leaseUntil > now then return {'held', leaseUntil - now, holder or ''} end
 if state == 'retrying' and now < tonumber(rec[8] or '0') then return {'early', tonumber(rec[8]) - now} end
 
+-- Whoever closes an occurrence without running it is named in its record.
+if state == 'scheduled' then rcall('HSET', occKey, 'replica', replica) end
 if state == 'scheduled' and origin == 'schedule' then
   local suspended = rcall('HGET', KEYS[6], schedule)
   if suspended then

@@ -12,7 +12,7 @@ import { LUA_PRELUDE } from './lua.js';
  * KEYS[1] pending (ZSET), KEYS[2] watermarks (HASH), KEYS[3] schedules (SET)
  * ARGV[1] run-record key prefix, ARGV[2] run-index key prefix, ARGV[3] horizonMs, ARGV[4] retentionMs,
  * ARGV[5] replica, then per occurrence 6 values: schedule, dueMs, fireMs, occurrence key,
- *   disposition ('run' | 'missed' | 'skipped'), reason ('' for run)
+ *   disposition ('run' | 'missed' | 'skipped'), reason ('' for an on-time run)
  * Returns: the occurrence keys created with disposition 'run' (to enqueue), then '|' and the number of
  *   records created in a final state.
  */
@@ -31,7 +31,7 @@ for i = 6, #ARGV, 6 do
   local occKey = occPrefix .. key
   if now - tonumber(dueMs) <= horizonMs and rcall('EXISTS', occKey) == 0 then
     if disposition == 'run' then
-      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', 'scheduled', '', replica, retentionMs)
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', 'scheduled', reason, replica, retentionMs)
       rcall('ZADD', KEYS[1], fireMs, key)
       toEnqueue[#toEnqueue + 1] = key
     else
