@@ -1,7 +1,7 @@
 /**
  * Reading run records: what happened to each occurrence (see the words table of the design notes).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 
 /** States of an occurrence. `scheduled` and `running` are open; the others are final. */
@@ -77,7 +77,7 @@ export function toRunRecord(h: Record<string, string>): RunRecord | null {
  * @param o.fromMs / o.toMs due-time bounds, inclusive (UTC ms).
  */
 export async function listRuns(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keyspace,
   o: { schedule?: string; limit?: number; fromMs?: number; toMs?: number } = {},
 ): Promise<RunRecord[]> {

@@ -7,7 +7,9 @@
  * agree across replicas (deadlines, missed/late, leases) are taken inside Lua scripts with `TIME` itself; this
  * estimate only places local timers (when to wake up) and is exported as the host's measured skew.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connect.js';
+
+const TIME_LUA = "return redis.call('TIME')";
 
 /** One measurement of the host/Redis clock difference. */
 export interface ClockSample {
@@ -24,16 +26,22 @@ export class RedisClock {
   private samples: ClockSample[] = [];
   private best: ClockSample | undefined;
 
+  /**
+   * @param slotKey a key of the flock's hash slot (e.g. `keys.ns`): `TIME` is read on the node that owns it,
+   *   the node whose clock our Lua scripts use. Only a Redis Cluster has more than one node to choose from.
+   */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keep = 5,
+    private readonly slotKey = '{cronflock}',
   ) {}
 
   /** Takes one TIME sample and updates the estimate. Throws what ioredis throws when Redis is unreachable. */
   async sync(): Promise<ClockSample> {
     const t0 = Date.now();
     const p0 = performance.now();
-    const [sec, usec] = (await this.redis.time()) as [string | number, string | number];
+    // A script keyed by slotKey runs where the scripts do; a bare TIME would go to any node of a Cluster.
+    const [sec, usec] = (await this.redis.eval(TIME_LUA, 1, this.slotKey)) as [string | number, string | number];
     const rttMs = performance.now() - p0;
     const redisMs = Number(sec) * 1000 + Number(usec) / 1000;
     const sample: ClockSample = { offsetMs: redisMs - (t0 + rttMs / 2), rttMs, atMs: t0 };

@@ -1,8 +1,41 @@
 /**
- * Redis connections of a replica. Commands fail fast during an outage (the planner and renewals retry on
- * their own schedule); BullMQ's worker gets a connection that waits instead, as BullMQ requires.
+ * Redis connections of a replica, and the one place that turns a Redis target (a URL, see url.ts, plus TLS
+ * files) into them: one server, Sentinel or Cluster, with AUTH and TLS. Commands fail fast during an outage
+ * (the planner and renewals retry on their own schedule); BullMQ's worker gets a connection that waits instead,
+ * as BullMQ requires.
+ *
+ * Both return `Redis | Cluster`. Everything cronflock and BullMQ keep lives under the hash tag `{<namespace>}`
+ * (keys.ts), so in a Cluster every multi-key script and pipeline stays in one slot, on one node.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { parseRedisUrl, type RedisEndpoint } from './url.js';
+
+export { parseRedisUrl, redactRedisUrl, RedisUrlError, type RedisEndpoint } from './url.js';
+
+/** A connection of either kind; both take the same commands, scripts (defineCommand) and pipelines. */
+export type RedisClient = Redis | Cluster;
+
+/** TLS material for `rediss…` URLs: file paths, read when connecting. */
+export interface RedisTlsFiles {
+  /** PEM CA bundle that signed the server certificates (else the system's trusted CAs). */
+  caFile?: string;
+  /** PEM client certificate and key, for servers that require client certificates (`tls-auth-clients yes`). */
+  certFile?: string;
+  keyFile?: string;
+  /** Skip server certificate verification. For tests only: anyone on the path can read and change traffic. */
+  insecure?: boolean;
+}
+
+/** TLS settings or files that cannot be used. */
+export class RedisTlsError extends Error {
+  readonly code = 'REDIS_TLS';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RedisTlsError';
+  }
+}
 
 /**
  * Reconnect backoff: 50 ms doubling up to 1 s, forever. Short, because a claim's lease keeps running on the
@@ -10,33 +43,119 @@ import { Redis, type RedisOptions } from 'ioredis';
  */
 const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000);
 
+/** For one-shot commands (the CLI's): the same backoff, but give up after 4 attempts (about 1 s). */
+const oneShotRetryStrategy = (times: number): number | null => (times > 4 ? null : retryStrategy(times));
+
+const readPem = (file: string, what: string): Buffer => {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new RedisTlsError(`cannot read the Redis TLS ${what} file ${file}: ${(err as Error).message}`, { cause: err });
+  }
+};
+
 /**
- * A connection for cronflock's own commands and BullMQ's Queue. Auto-pipelining sends the commands issued in
- * one event-loop tick in one write: hundreds of claims and completions per second otherwise cost one socket
- * write (and one Redis read) each, which profiling showed to be a replica's largest CPU cost.
+ * Node TLS options for an endpoint, or undefined when it does not use TLS.
+ * @throws RedisTlsError when TLS files are given for a plain `redis…://` URL, a certificate comes without its
+ *   key, or a file cannot be read.
  */
-export function connectCommands(url: string, name: string): Redis {
-  return new Redis(url, {
+export function tlsOptions(e: RedisEndpoint, files: RedisTlsFiles = {}): ConnectionOptions | undefined {
+  const given = Boolean(files.caFile || files.certFile || files.keyFile || files.insecure);
+  if (!e.tls) {
+    if (given) {
+      throw new RedisTlsError(
+        `Redis TLS options are set but ${e.redacted} is not a TLS URL: use rediss:// (or rediss+sentinel://, rediss+cluster://)`,
+      );
+    }
+    return undefined;
+  }
+  if (Boolean(files.certFile) !== Boolean(files.keyFile)) {
+    throw new RedisTlsError('a Redis TLS client certificate needs its key, and a key its certificate (give both files)');
+  }
+  const o: ConnectionOptions = {};
+  if (files.caFile) o.ca = readPem(files.caFile, 'CA');
+  if (files.certFile) o.cert = readPem(files.certFile, 'client certificate');
+  if (files.keyFile) o.key = readPem(files.keyFile, 'client key');
+  if (files.insecure) o.rejectUnauthorized = false;
+  return o;
+}
+
+/**
+ * How a connection behaves while Redis is away. `commands` and `worker` reconnect forever (a replica rides
+ * out an outage); `oneshot` gives up after about a second, so that a CLI command fails with the cause instead
+ * of waiting forever (a Sentinel or Cluster connection otherwise never fails a queued command).
+ */
+export type RedisRole = 'commands' | 'worker' | 'oneshot';
+
+/**
+ * One connection to `url` (any form of url.ts).
+ * @throws RedisUrlError (bad URL, message redacted) or RedisTlsError.
+ */
+export function connectRedis(url: string, name: string, role: RedisRole, files: RedisTlsFiles = {}): RedisClient {
+  const e = parseRedisUrl(url);
+  const tls = tlsOptions(e, files);
+  // commands: a command waits for at most one reconnect, then fails (its caller retries on its own schedule).
+  // worker: BullMQ's blocking commands must wait through reconnects (BullMQ refuses anything else).
+  const perRequest: Pick<RedisOptions, 'maxRetriesPerRequest' | 'enableAutoPipelining'> =
+    role !== 'worker'
+      ? // Auto-pipelining sends the commands issued in one event-loop tick in one write: hundreds of claims and
+        // completions per second otherwise cost one socket write (and one Redis read) each, which profiling
+        // showed to be a replica's largest CPU cost.
+        { maxRetriesPerRequest: 1, enableAutoPipelining: true }
+      : { maxRetriesPerRequest: null };
+  const retry = role === 'oneshot' ? oneShotRetryStrategy : retryStrategy;
+  const auth: Pick<RedisOptions, 'username' | 'password'> = {};
+  if (e.username) auth.username = e.username;
+  if (e.password) auth.password = e.password;
+
+  if (e.mode === 'cluster') {
+    const { enableAutoPipelining, ...nodeRequest } = perRequest;
+    const opts: ClusterOptions = {
+      redisOptions: { ...auth, ...nodeRequest, connectionName: name, ...(tls ? { tls } : {}) },
+      clusterRetryStrategy: retry,
+      enableOfflineQueue: true,
+      enableAutoPipelining: enableAutoPipelining ?? false,
+    };
+    return new Cluster(e.nodes, opts);
+  }
+  const common: RedisOptions = {
+    ...auth,
+    ...perRequest,
+    db: e.db,
     connectionName: name,
-    maxRetriesPerRequest: 1,
-    retryStrategy,
+    retryStrategy: retry,
     enableOfflineQueue: true,
-    enableAutoPipelining: true,
-  } satisfies RedisOptions);
+    ...(tls ? { tls } : {}),
+  };
+  if (e.mode === 'sentinel') {
+    return new Redis({
+      ...common,
+      sentinels: e.nodes,
+      name: e.masterName!,
+      role: 'master',
+      ...(e.sentinelUsername ? { sentinelUsername: e.sentinelUsername } : {}),
+      ...(e.sentinelPassword ? { sentinelPassword: e.sentinelPassword } : {}),
+      ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      sentinelRetryStrategy: retry,
+      // Follow a failover as soon as the sentinels announce it, not only when the old master's socket drops.
+      failoverDetector: true,
+    });
+  }
+  return new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port });
+}
+
+/** A connection for cronflock's own commands and BullMQ's Queue (auto-pipelined; commands fail fast). */
+export function connectCommands(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
+  return connectRedis(url, name, 'commands', tls);
+}
+
+/** A connection for a one-shot command (the CLI): like {@link connectCommands}, but gives up within about 1 s. */
+export function connectOneShot(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
+  return connectRedis(url, name, 'oneshot', tls);
 }
 
 /** A connection for BullMQ's Worker (blocking commands; `maxRetriesPerRequest: null` as BullMQ requires). */
-export function connectWorker(url: string, name: string): Redis {
-  return new Redis(url, { connectionName: name, maxRetriesPerRequest: null, retryStrategy } satisfies RedisOptions);
+export function connectWorker(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
+  return connectRedis(url, name, 'worker', tls);
 }
 
-/** Redacts the password of a redis:// URL for logs. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '[unparseable Redis URL]';
-  }
-}
