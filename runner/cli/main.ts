@@ -13,12 +13,12 @@ import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { Replica } from '../engine/replica.js';
 import { createLogger } from '../log.js';
-import { connectCommands, redactRedisUrl } from '../redis/connect.js';
+import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
-import { CliError, resolveRedis } from './redis-target.js';
+import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
   version: string;
@@ -109,16 +109,20 @@ program
   .option('--json', 'print JSON')
   .option('--redis <url>', 'Redis URL (default: REDIS_URL)')
   .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
-  .action(async (o: { schedule?: string; limit: number; json?: boolean; redis?: string; namespace: string }) => {
-    const { url } = await resolveRedis(o.redis, false);
-    const redis = connectCommands(url, 'cronflock:cli');
-    redis.on('error', () => undefined);
+  .action(async (o: { schedule?: string; limit: number; json?: boolean; redis?: string; namespace: string } & RedisTlsFlags) => {
+    const { url, tls } = await resolveRedis(o.redis, false, undefined, o);
+    const redis = connectOneShot(url, 'cronflock:cli', tls);
+    // Connection errors explain a failed command (a Cluster reports its nodes' errors apart: 'node error').
+    const seen = new Set<string>();
+    for (const ev of ['error', 'node error']) redis.on(ev, (err: Error) => void (seen.size < 5 && seen.add(err.message)));
     try {
       const runs = await listRuns(redis, new Keyspace(o.namespace), { schedule: o.schedule, limit: o.limit });
       if (o.json) process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
       else printRuns(runs);
     } catch (err) {
-      throw new CliError(`cannot read runs from ${redactRedisUrl(url)}: ${(err as Error).message}`);
+      seen.delete((err as Error).message);
+      const cause = seen.size > 0 ? ` (connection: ${[...seen].join('; ')})` : '';
+      throw new CliError(`cannot read runs from ${redactRedisUrl(url)}: ${(err as Error).message}${cause}`);
     } finally {
       redis.disconnect();
     }
@@ -180,12 +184,12 @@ program
       if (res.schedules.length === 0) throw new CliError(`no valid schedules in ${path}; nothing to run`);
       log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
     }
-    const target = await resolveRedis(o.redis as string | undefined, true, log);
+    const target = await resolveRedis(o.redis as string | undefined, true, log, o as RedisTlsFlags);
     log.info(
       { redis: redactRedisUrl(target.url), schedules: res.schedules.map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
     );
-    const replica = await Replica.start({ redisUrl: target.url, schedules: res.schedules, options, log });
+    const replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log });
     log.info('replica running');
     let stopping = false;
     const stop = async (signal: string): Promise<void> => {
@@ -203,6 +207,8 @@ program
     process.on('SIGTERM', () => void stop('SIGTERM'));
     process.on('SIGINT', () => void stop('SIGINT'));
   });
+
+for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start') addRedisTlsOptions(c);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CliError) {

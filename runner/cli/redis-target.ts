@@ -1,16 +1,52 @@
 /**
  * Which Redis a command talks to: `--redis`, else `REDIS_URL`, else (for `start` only) a private
- * `redis-server` started for this process when the binary is on PATH.
+ * `redis-server` started for this process when the binary is on PATH. Any URL form of runner/redis/url.ts
+ * (one server, Sentinel, Cluster; `rediss…` for TLS), with TLS files from `--redis-tls-*` or `REDIS_TLS_*`.
  */
+import { Option, type Command } from 'commander';
 import type { Logger } from '../log.js';
-import { redactRedisUrl } from '../redis/connect.js';
+import { parseRedisUrl, redactRedisUrl, RedisTlsError, RedisUrlError, tlsOptions, type RedisTlsFiles } from '../redis/connect.js';
 import { RedisServerMissingError, RedisServerProcess, redisServerAvailable } from '../redis/server-process.js';
 
 /** A Redis URL and, for a private server, how to stop it. */
 export interface RedisTarget {
   url: string;
+  /** TLS files for a `rediss…` URL. */
+  tls?: RedisTlsFiles;
   private?: RedisServerProcess;
 }
+
+/** The TLS flags {@link addRedisTlsOptions} adds, as commander hands them to an action. */
+export interface RedisTlsFlags {
+  redisTlsCa?: string;
+  redisTlsCert?: string;
+  redisTlsKey?: string;
+  redisTlsInsecure?: boolean;
+}
+
+/** Adds `--redis-tls-ca|cert|key|insecure` (defaults from `REDIS_TLS_CA_FILE`, `_CERT_FILE`, `_KEY_FILE`, `_INSECURE`). */
+export function addRedisTlsOptions(c: Command): Command {
+  const env = process.env;
+  return c
+    .addOption(new Option('--redis-tls-ca <file>', 'PEM CA bundle that signed the Redis server certificate (rediss://)').env('REDIS_TLS_CA_FILE'))
+    .addOption(new Option('--redis-tls-cert <file>', 'PEM client certificate, when Redis requires one').env('REDIS_TLS_CERT_FILE'))
+    .addOption(new Option('--redis-tls-key <file>', 'PEM key of --redis-tls-cert').env('REDIS_TLS_KEY_FILE'))
+    .addOption(
+      new Option('--redis-tls-insecure', 'do not verify the Redis server certificate (tests only; prefer --redis-tls-ca)').default(
+        env.REDIS_TLS_INSECURE === '1' || env.REDIS_TLS_INSECURE === 'true',
+        'REDIS_TLS_INSECURE=1',
+      ),
+    );
+}
+
+const tlsFiles = (f: RedisTlsFlags): RedisTlsFiles | undefined => {
+  const t: RedisTlsFiles = {};
+  if (f.redisTlsCa) t.caFile = f.redisTlsCa;
+  if (f.redisTlsCert) t.certFile = f.redisTlsCert;
+  if (f.redisTlsKey) t.keyFile = f.redisTlsKey;
+  if (f.redisTlsInsecure) t.insecure = true;
+  return Object.keys(t).length > 0 ? t : undefined;
+};
 
 /** Error a CLI command ends with: printed without a stack, exit code 2. */
 export class CliError extends Error {
@@ -22,13 +58,29 @@ export class CliError extends Error {
 }
 
 /**
- * Resolves the Redis to use.
+ * Resolves the Redis to use, and checks the URL and TLS files before anything connects.
  * @param allowPrivate start a private server when no URL is configured (the `start` command).
- * @throws CliError when there is no URL and a private server cannot be started.
+ * @throws CliError when the URL or TLS files are unusable (message redacted), or when there is no URL and a
+ *   private server cannot be started.
  */
-export async function resolveRedis(flag: string | undefined, allowPrivate: boolean, log?: Logger): Promise<RedisTarget> {
+export async function resolveRedis(
+  flag: string | undefined,
+  allowPrivate: boolean,
+  log?: Logger,
+  tlsFlags: RedisTlsFlags = {},
+): Promise<RedisTarget> {
   const url = flag ?? process.env.REDIS_URL;
-  if (url) return { url };
+  const tls = tlsFiles(tlsFlags);
+  if (url) {
+    try {
+      tlsOptions(parseRedisUrl(url), tls);
+    } catch (err) {
+      if (err instanceof RedisUrlError || err instanceof RedisTlsError) throw new CliError(err.message);
+      throw err;
+    }
+    if (tls?.insecure) log?.warn({ redis: redactRedisUrl(url) }, 'Redis TLS certificate verification is OFF (--redis-tls-insecure): for tests only');
+    return tls ? { url, tls } : { url };
+  }
   if (!allowPrivate) throw new CliError('no Redis given: pass --redis redis://host:6379 or set REDIS_URL');
   if (!redisServerAvailable()) throw new CliError(new RedisServerMissingError().message);
   const srv = await RedisServerProcess.start();
