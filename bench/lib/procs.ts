@@ -1,0 +1,277 @@
+/**
+ * Child processes of the benchmarks: cronflock replicas (the built CLI, as users run it), peer processes, and
+ * the bookkeeping that guarantees none outlives a run: every child is registered, and a crash, Ctrl-C or a normal
+ * exit of the driver kills what is left (SIGCONT first, so that a stopped process can die).
+ */
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { BIN, ROOT, sleep } from './util.js';
+
+const live = new Set<ChildProcess>();
+const extraPids = new Set<number>();
+
+/** Spawns a child and registers it for cleanup. */
+export function spawnTracked(cmd: string, args: string[], opts: SpawnOptions): ChildProcess {
+  const child = spawn(cmd, args, opts);
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** Registers a pid we did not spawn with {@link spawnTracked} (e.g. a redis-server) for cleanup. */
+export function trackPid(pid: number | undefined): void {
+  if (pid) extraPids.add(pid);
+}
+export function untrackPid(pid: number | undefined): void {
+  if (pid) extraPids.delete(pid);
+}
+
+/** Kills every registered child now (synchronous: usable in an 'exit' handler). */
+export function killAllChildren(): void {
+  for (const c of live) {
+    try {
+      c.kill('SIGCONT');
+      c.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  for (const pid of extraPids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+let installed = false;
+/** Kills children when the driver exits, is interrupted, or crashes. For CLI entry points. */
+export function installCleanup(): void {
+  if (installed) return;
+  installed = true;
+  process.on('exit', killAllChildren);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(sig, () => {
+      process.stderr.write(`\n${sig}: stopping every child process\n`);
+      killAllChildren();
+      process.exit(130);
+    });
+  }
+}
+
+/** Sends SIGCONT + SIGKILL and waits for the exit. */
+export async function killAndWait(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGCONT');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// /proc figures
+
+const CLK_TCK = (() => {
+  const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  const n = Number(r.stdout?.trim());
+  return Number.isFinite(n) && n > 0 ? n : 100;
+})();
+
+/** CPU time (user + system, ms) and memory (kB) of a process, from /proc; undefined once it is gone. */
+export interface ProcSample {
+  cpuMs: number;
+  rssKb: number;
+  /** Peak resident set size (VmHWM). */
+  hwmKb: number;
+}
+
+export function procSample(pid: number | undefined): ProcSample | undefined {
+  if (!pid) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(f[11]);
+    const stime = Number(f[12]);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    return { cpuMs: ((utime + stime) * 1000) / CLK_TCK, rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Samples a set of processes every `everyMs`, keeping the latest CPU time and the largest RSS seen of each
+ * (VmHWM is per process lifetime; the sampled max covers a window).
+ */
+export class ProcWatch {
+  private timer: NodeJS.Timeout | undefined;
+  readonly first = new Map<number, ProcSample>();
+  readonly last = new Map<number, ProcSample>();
+  readonly maxRssKb = new Map<number, number>();
+
+  constructor(private readonly pids: () => (number | undefined)[]) {}
+
+  start(everyMs = 500): this {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), everyMs);
+    this.timer.unref();
+    return this;
+  }
+
+  sample(): void {
+    for (const pid of this.pids()) {
+      const s = procSample(pid);
+      if (!s || !pid) continue;
+      if (!this.first.has(pid)) this.first.set(pid, s);
+      this.last.set(pid, s);
+      this.maxRssKb.set(pid, Math.max(this.maxRssKb.get(pid) ?? 0, s.rssKb));
+    }
+  }
+
+  stop(): void {
+    this.sample();
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** CPU ms used by each process between start and stop. */
+  cpuMs(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const [pid, s] of this.last) out.set(pid, s.cpuMs - (this.first.get(pid)?.cpuMs ?? s.cpuMs));
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// cronflock replicas
+
+const SKEW_CLOCK = join(ROOT, 'test/support/skew-clock.mjs');
+
+/** Options of a replica process. */
+export interface ReplicaOptions {
+  name: string;
+  schedules: string;
+  redisUrl: string;
+  /** Extra CLI flags, e.g. `['--lock', '1s']`. */
+  args?: string[];
+  namespace?: string;
+  /** `warn` keeps logging out of throughput figures; `info` is needed to see runs (the soak). */
+  logLevel?: string;
+  /** Simulated host clock offset (ms), through test/support/skew-clock.mjs. */
+  clockOffsetMs?: number;
+  /** Called with every complete stdout line (JSON log lines). */
+  onLine?: (line: string) => void;
+  /** How long to wait for readiness. */
+  readyTimeoutMs?: number;
+  /** A client on the same Redis, to see the replica connect when its log level hides "replica running". */
+  probe?: Redis;
+}
+
+/** A running `cronflock start` process. */
+export class ReplicaProc {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly startedAtMs = Date.now();
+  readyAtMs: number | undefined;
+  /** Last 20 kB of stderr and of stdout, for error messages. */
+  stderrTail = '';
+  stdoutTail = '';
+  /** Set before we signal it on purpose, so that its exit is not taken for a crash. */
+  expectedExit = false;
+  private running = false;
+
+  private constructor(
+    readonly o: ReplicaOptions,
+    readonly child: ChildProcess,
+  ) {
+    let buf = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      const s = b.toString();
+      this.stdoutTail = (this.stdoutTail + s).slice(-20_000);
+      buf += s;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (!this.running && line.includes('"msg":"replica running"')) this.running = true;
+        o.onLine?.(line);
+      }
+    });
+    child.stderr!.on('data', (b: Buffer) => (this.stderrTail = (this.stderrTail + b.toString()).slice(-20_000)));
+    this.exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  }
+
+  get name(): string {
+    return this.o.name;
+  }
+  get pid(): number | undefined {
+    return this.alive ? this.child.pid : undefined;
+  }
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Spawns the replica and waits until it runs (its "replica running" log line, or its Redis connection). */
+  static async start(o: ReplicaOptions): Promise<ReplicaProc> {
+    const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_LOG_LEVEL: o.logLevel ?? 'warn' };
+    delete env.REDIS_URL;
+    const nodeArgs: string[] = [];
+    if (o.clockOffsetMs) {
+      nodeArgs.push('--import', SKEW_CLOCK);
+      env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
+    } else delete env.CRONFLOCK_TEST_CLOCK_OFFSET_MS;
+    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, ...(o.args ?? [])];
+    if (o.namespace) args.push('--namespace', o.namespace);
+    const child = spawnTracked(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const r = new ReplicaProc(o, child);
+    await r.waitReady(o.readyTimeoutMs ?? 60_000);
+    return r;
+  }
+
+  private async waitReady(timeoutMs: number): Promise<void> {
+    const infoLogs = ['info', 'debug', 'trace'].includes(this.o.logLevel ?? 'warn');
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      if (!this.alive) throw new Error(`replica ${this.name} exited during start: ${this.stderrTail || this.stdoutTail}`);
+      if (infoLogs && this.running) break;
+      if (!infoLogs) {
+        if (this.o.probe) {
+          const list = await this.o.probe.client('LIST');
+          if (String(list).includes(`${this.name}:worker`) || String(list).includes(`name=cronflock:${this.name} `)) {
+            await sleep(1000); // connections come first; planning starts right after
+            break;
+          }
+        } else if (Date.now() - this.startedAtMs > 2000) break;
+      }
+      if (Date.now() > end) throw new Error(`replica ${this.name} not ready after ${timeoutMs} ms`);
+      await sleep(50);
+    }
+    this.readyAtMs = Date.now();
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (!this.alive) return;
+    if (sig === 'SIGKILL' || sig === 'SIGTERM' || sig === 'SIGINT') this.expectedExit = true;
+    this.child.kill(sig);
+  }
+
+  /** SIGKILL (after SIGCONT) and wait. */
+  async kill(): Promise<void> {
+    this.expectedExit = true;
+    await killAndWait(this.child);
+  }
+
+  /** SIGTERM (graceful hand-over) and wait; SIGKILL after `timeoutMs`. */
+  async stop(timeoutMs = 20_000): Promise<void> {
+    if (!this.alive) return;
+    this.expectedExit = true;
+    this.child.kill('SIGCONT');
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
