@@ -1,6 +1,7 @@
 /**
  * `kind: http`: serverless-style invocation. POSTs (by default) a JSON body describing the occurrence to a
- * URL. A 2xx answer is success; any other status, a network error or the timeout is a failure. The body carries
+ * URL. Credentials in the URL (`https://user:pass@host/`) are sent as a Basic Authorization header, never
+ * logged. A 2xx answer is success; any other status, a network error or the timeout is a failure. The body carries
  * `fencingToken` so the receiver can refuse a stale claimant's late call (Kleppmann's fencing pattern).
  */
 import { z } from 'zod';
@@ -53,8 +54,20 @@ export class HttpJobError extends Error {
   }
 }
 
+/** The URL without user info, and a Basic Authorization header for it (RFC 7617), as curl does. */
+function splitCredentials(url: string): { url: string; authorization?: string } {
+  const u = new URL(url);
+  if (!u.username && !u.password) return { url };
+  const user = decodeURIComponent(u.username);
+  const pass = decodeURIComponent(u.password);
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` };
+}
+
 async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number }> {
   const o = ctx.occurrence;
+  const target = splitCredentials(p.url);
   const body: HttpJobBody = {
     schedule: o.schedule,
     occurrence: o.key,
@@ -71,10 +84,11 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
   const hasBody = p.method !== 'GET' && p.method !== 'DELETE';
   let res: Response;
   try {
-    res = await fetch(p.url, {
+    res = await fetch(target.url, {
       method: p.method,
       headers: {
         ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        ...(target.authorization ? { authorization: target.authorization } : {}),
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
         ...p.headers,
@@ -85,7 +99,9 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
     if (signal.aborted) throw new HttpJobError(`timed out after ${p.timeoutMs} ms`);
-    throw new HttpJobError(`request failed: ${(err as Error).cause ?? (err as Error).message}`);
+    // Messages name the URL without its credentials (they end up in logs and run records).
+    const why = String((err as Error).cause ?? (err as Error).message).replaceAll(p.url, target.url);
+    throw new HttpJobError(`request failed: ${why}`);
   }
   // Drain the body so the connection can be reused; its content is not part of the result.
   await res.arrayBuffer().catch(() => undefined);

@@ -12,12 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { Replica } from '../engine/replica.js';
+import { parseListenAddress } from '../admin/server.js';
 import { createLogger } from '../log.js';
 import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
+import { addControlCommands } from './control-commands.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
@@ -155,6 +157,7 @@ program
   .addOption(new Option('--tick <duration>', 'planner period').argParser(duration))
   .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(Number))
   .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveInt))
+  .option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here', process.env.CRONFLOCK_ADMIN ?? '127.0.0.1:9464')
   .action(async (path: string, o: Record<string, unknown>) => {
     const user: Partial<RunnerOptions> = { namespace: o.namespace as string };
     if (o.replica) user.replica = o.replica as string;
@@ -177,6 +180,12 @@ program
       if (err instanceof OptionsError) throw new CliError(err.message);
       throw err;
     }
+    let admin: { host: string; port: number } | null = null;
+    try {
+      admin = o.admin === 'off' ? null : parseListenAddress(String(o.admin));
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
     const log = createLogger({ replica: options.replica });
     const res = await loadSchedules(path);
     if (reportLoad(res, false) > 0) {
@@ -189,7 +198,7 @@ program
       { redis: redactRedisUrl(target.url), schedules: res.schedules.map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
     );
-    const replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log });
+    const replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin });
     log.info('replica running');
     let stopping = false;
     const stop = async (signal: string): Promise<void> => {
@@ -209,6 +218,8 @@ program
   });
 
 for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start') addRedisTlsOptions(c);
+
+addControlCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CliError) {

@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   for (let i = 1; i <= count; i++) {
     const name = `replica-${i}`;
-    const child = spawn(process.execPath, [BIN, 'start', 'examples/schedules.yaml', '--redis', redisUrl, '--replica', name, '--grace', '2s'], {
+    const child = spawn(process.execPath, [BIN, 'start', 'examples/schedules.yaml', '--redis', redisUrl, '--replica', name, '--grace', '2s', '--admin', '127.0.0.1:0'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, CRONFLOCK_LOG_LEVEL: 'info' },

@@ -28,7 +28,18 @@ import type { EngineSchedule } from './schedule.js';
 export interface RunEvent {
   schedule: string;
   key: string;
-  state: 'succeeded' | 'failed' | 'retrying' | 'lost' | 'handover' | 'skipped' | 'missed' | 'final' | 'stale' | 'stalled-out';
+  state:
+    | 'started'
+    | 'succeeded'
+    | 'failed'
+    | 'retrying'
+    | 'lost'
+    | 'handover'
+    | 'skipped'
+    | 'missed'
+    | 'final'
+    | 'stale'
+    | 'stalled-out';
   replica: string;
   attempt?: number;
   fencingToken?: number;
@@ -245,6 +256,7 @@ export class Executor {
       { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs },
       'run started',
     );
+    this.emit({ ...base, state: 'started' });
     const settled = Promise.resolve()
       .then(() => kind.run(ctx, sched.job))
       .then(

@@ -49,6 +49,10 @@ export class Planner {
   private lastSweepMs = 0;
   /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
+  /** Host time (Date.now) of the last tick that completed; readiness checks it. */
+  lastTickOkAt = 0;
+  /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
+  onFinal: ((o: PlannedOccurrence) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -134,7 +138,11 @@ export class Planner {
           retentionMs: this.opts.retentionMs,
           replica: this.opts.replica,
         });
-        this.counters.finals += finals;
+        this.counters.finals += finals.length;
+        if (finals.length > 0 && this.onFinal) {
+          const byKey = new Map(chunk.map((c) => [c.key, c]));
+          for (const k of finals) this.onFinal(byKey.get(k)!);
+        }
         if (toEnqueue.length > 0) {
           const byKey = new Map(chunk.map((c) => [c.key, c]));
           await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
@@ -155,6 +163,7 @@ export class Planner {
       this.lastSweepMs = now;
       await this.sweep();
     }
+    this.lastTickOkAt = Date.now();
   }
 
   /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */

@@ -8,6 +8,8 @@ import { RedisClock } from '../redis/clock.js';
 import { connectCommands, connectWorker, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
+import { AdminServer } from '../admin/server.js';
+import { Metrics } from '../admin/metrics.js';
 import { publishDefinitions } from './control.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
@@ -20,6 +22,10 @@ const CLOCK_SYNC_MS = 5_000;
 /** A running replica. Create with {@link Replica.start}. */
 export class Replica {
   private clockTimer: NodeJS.Timeout | undefined;
+  /** Prometheus metrics of this replica. */
+  metrics!: Metrics;
+  /** The admin server, when started. */
+  admin: AdminServer | undefined;
   private stopped = false;
 
   private constructor(
@@ -46,12 +52,20 @@ export class Replica {
     options: RunnerOptions;
     log: Logger;
     onRun?: (e: RunEvent) => void;
+    /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
+    admin?: { host: string; port: number } | null;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
     const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
     const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
-    for (const c of [cmd, wrk]) c.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
+    let onRedisError = (): void => undefined;
+    for (const c of [cmd, wrk]) {
+      c.on('error', (err: Error) => {
+        onRedisError();
+        log.debug({ err: err.message }, 'redis connection error');
+      });
+    }
     const store = new Store(cmd, keys);
     const clock = new RedisClock(cmd, undefined, keys.ns);
     const first = await clock.sync();
@@ -60,13 +74,28 @@ export class Replica {
     queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
     const planner = new Planner(store, queue, keys, clock, o, log);
     const executor = new Executor(store, keys, wrk, clock, o, log);
-    executor.onRun = p.onRun;
+    const metrics = new Metrics({ redis: cmd, keys, clock, activeRuns: () => executor.activeCount, replica: o.replica });
+    onRedisError = () => metrics.redisErrors.inc();
+    executor.onRun = (e) => {
+      metrics.onRun(e);
+      p.onRun?.(e);
+    };
+    planner.onFinal = (x) => metrics.onPlannedFinal(x);
     executor.setSchedules(p.schedules);
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
+    r.metrics = metrics;
     await publishDefinitions(cmd, keys, p.schedules, o.replica, clock.now());
     executor.start();
     await planner.start(p.schedules);
     r.syncClockLoop();
+    if (p.admin) {
+      r.admin = await AdminServer.start(
+        p.admin,
+        metrics,
+        { ping: () => cmd.ping(), lastTickOkAt: () => planner.lastTickOkAt, staleAfterMs: Math.max(5_000, o.tickMs * 10) },
+        log,
+      );
+    }
     return r;
   }
 
@@ -94,6 +123,7 @@ export class Replica {
     await this.planner.stop();
     await this.executor.stop(graceMs);
     await this.queue.close().catch(() => undefined);
+    await this.admin?.close();
     for (const c of this.conns) c.disconnect();
   }
 }

@@ -27,8 +27,13 @@ export interface RunRecord {
   handovers: number;
   /** Completions refused because their fencing token was stale. */
   refused: number;
-  /** Replica of the latest claim. */
+  /** Replica of the latest claim (or that closed it without a run). */
   replica?: string;
+  /** When it was recorded (Redis ms) and by whom (replica, or `cli@host` for trigger/backfill). */
+  plannedAt?: number;
+  plannedBy?: string;
+  /** schedule, manual (trigger), backfill or resume. */
+  origin?: string;
   firstStartMs?: number;
   startMs?: number;
   /** First start minus fire time. */
@@ -59,11 +64,13 @@ export function toRunRecord(h: Record<string, string>): RunRecord | null {
   const opt: [keyof RunRecord, string | undefined][] = [
     ['reason', h.reason],
     ['replica', h.replica],
+    ['plannedBy', h.plannedBy],
+    ['origin', h.origin],
     ['error', h.error],
     ['result', h.result],
   ];
   for (const [k, v] of opt) if (v) (r as unknown as Record<string, unknown>)[k] = v;
-  for (const k of ['firstStartMs', 'startMs', 'latenessMs', 'endMs'] as const) {
+  for (const k of ['plannedAt', 'firstStartMs', 'startMs', 'latenessMs', 'endMs'] as const) {
     const v = num(h[k]);
     if (v !== undefined) r[k] = v;
   }

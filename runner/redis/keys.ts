@@ -60,6 +60,10 @@ export class Keyspace {
   get suspended(): string {
     return `${this.ns}:suspended`;
   }
+  /** HASH schedule → Redis time (ms) of its latest success, flock-wide (for "time since last success"). */
+  get lastSuccess(): string {
+    return `${this.ns}:lastok`;
+  }
   /** HASH schedule → JSON definition: what the replicas run, for `trigger`, `backfill` and operators. */
   get definitions(): string {
     return `${this.ns}:defs`;

@@ -78,7 +78,7 @@ describe('plan', () => {
       ],
       { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' },
     );
-    expect(r).toEqual({ toEnqueue: [], finals: 2 });
+    expect(r).toEqual({ toEnqueue: [], finals: [k1, k2] });
     expect(await record(k1)).toMatchObject({ state: 'missed', reason: 'catch-up: none' });
     expect(await record(k2)).toMatchObject({ state: 'skipped', reason: 'suspended' });
   });

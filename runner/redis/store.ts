@@ -77,19 +77,19 @@ export class Store {
 
   /**
    * Records occurrences idempotently (first writer wins).
-   * @returns keys newly recorded as scheduled (to enqueue) and how many final records were written.
+   * @returns keys newly recorded as scheduled (to enqueue), and keys newly recorded missed or skipped.
    */
   async plan(
     items: readonly PlannedOccurrence[],
     o: { horizonMs: number; retentionMs: number; replica: string },
-  ): Promise<{ toEnqueue: string[]; finals: number }> {
-    if (items.length === 0) return { toEnqueue: [], finals: 0 };
+  ): Promise<{ toEnqueue: string[]; finals: string[] }> {
+    if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
     const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica];
     for (const it of items) args.push(it.schedule, it.dueMs, it.fireMs, it.key, it.disposition, it.reason);
     const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, ...args)) as string[];
     const bar = out.lastIndexOf('|');
-    return { toEnqueue: out.slice(0, bar), finals: Number(out[bar + 1]) };
+    return { toEnqueue: out.slice(0, bar), finals: out.slice(bar + 1) };
   }
 
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
@@ -178,6 +178,7 @@ export class Store {
     const [code, retryAt] = (await this.fns[finishScript.name]!(
       this.keys.occurrence(key),
       this.keys.pending,
+      this.keys.lastSuccess,
       token,
       r.state,
       r.reason ?? '',

@@ -61,7 +61,7 @@ export class ReplicaProcess {
       nodeArgs.push('--import', SKEW);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
     }
-    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, ...(o.args ?? [])];
+    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProcess(o.name, child);
@@ -71,6 +71,13 @@ export class ReplicaProcess {
 
   get pid(): number {
     return this.child.pid!;
+  }
+
+  /** Base URL (http://host:port) of the replica's admin server, from its log. */
+  get adminUrl(): string {
+    const l = this.lines.find((x) => x.msg === 'admin server listening (/metrics, /healthz, /readyz)');
+    if (!l) throw new Error(`replica ${this.name} has no admin server`);
+    return String(l.admin);
   }
 
   /** Sends a signal to the process. */

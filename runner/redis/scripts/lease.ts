@@ -32,14 +32,15 @@ return {untilMs, rec[5] or ''}
  * A failure with retries left becomes `retrying` (an open state) until `retryAt`: the delay is
  * min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1).
  *
- * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] fencing token, ARGV[2] state (succeeded | failed),
+ * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] last success per schedule (HASH, Redis ms);
+ * ARGV[1] fencing token, ARGV[2] state (succeeded | failed),
  * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key,
  * ARGV[8] retries allowed, ARGV[9] retryBackoffMs, ARGV[10] retryBackoffMaxMs, ARGV[11] jitter u in [0, 1)
  * Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
  */
 export const finishScript = {
   name: 'cronflockFinish',
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   lua: `${LUA_PRELUDE}
 local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
@@ -60,6 +61,7 @@ if ARGV[2] == 'failed' then
   end
 end
 finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]), KEYS[2], ARGV[7])
+if ARGV[2] == 'succeeded' then rcall('HSET', KEYS[3], rcall('HGET', KEYS[1], 'schedule'), now) end
 return {1, 0}
 `,
 } as const;

@@ -13,8 +13,8 @@ import { LUA_PRELUDE } from './lua.js';
  * ARGV[1] run-record key prefix, ARGV[2] run-index key prefix, ARGV[3] horizonMs, ARGV[4] retentionMs,
  * ARGV[5] replica, then per occurrence 6 values: schedule, dueMs, fireMs, occurrence key,
  *   disposition ('run' | 'missed' | 'skipped'), reason ('' for an on-time run)
- * Returns: the occurrence keys created with disposition 'run' (to enqueue), then '|' and the number of
- *   records created in a final state.
+ * Returns: the occurrence keys created with disposition 'run' (to enqueue), then '|', then the keys created
+ *   in a final state (missed or skipped).
  */
 export const planScript = {
   name: 'cronflockPlan',
@@ -23,7 +23,7 @@ export const planScript = {
 local occPrefix, runsPrefix = ARGV[1], ARGV[2]
 local horizonMs, retentionMs, replica = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local toEnqueue = {}
-local finals = 0
+local finals = {}
 local latest = {}
 for i = 6, #ARGV, 6 do
   local schedule, dueMs, fireMs, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -36,7 +36,7 @@ for i = 6, #ARGV, 6 do
       toEnqueue[#toEnqueue + 1] = key
     else
       createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', disposition, reason, replica, retentionMs)
-      finals = finals + 1
+      finals[#finals + 1] = key
     end
   end
   if not latest[schedule] or latest[schedule] < tonumber(dueMs) then latest[schedule] = tonumber(dueMs) end
@@ -48,7 +48,7 @@ for schedule, dueMs in pairs(latest) do
   rcall('ZREMRANGEBYSCORE', runsPrefix .. schedule, '-inf', now - retentionMs - horizonMs)
 end
 toEnqueue[#toEnqueue + 1] = '|'
-toEnqueue[#toEnqueue + 1] = finals
+for _, key in ipairs(finals) do toEnqueue[#toEnqueue + 1] = key end
 return toEnqueue
 `,
 } as const;

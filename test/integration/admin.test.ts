@@ -1,0 +1,110 @@
+/**
+ * Operations: metrics values after a scenario agree with the run records, health and readiness (flipping when
+ * Redis stops and recovering when it returns), and no secrets in logs.
+ */
+import { spawnSync } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flock, sleep, until } from '../support/flock.js';
+import { BIN, ROOT } from '../support/replica.js';
+
+/** Sums a metric's samples over scrapes, keeping lines whose labels include `labels`. */
+function sum(texts: string[], name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  for (const text of texts) {
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.split(' ').pop());
+    }
+  }
+  return total;
+}
+const get = async (url: string): Promise<{ status: number; text: string }> => {
+  const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  return { status: r.status, text: await r.text() };
+};
+
+describe('metrics, health and logs', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('counts runs, failures, skips and lateness as the records say; last success is flock-wide', async () => {
+    flock = await Flock.start();
+    flock.receiver.status.set('bad', 500);
+    const file = flock.writeSchedules(`schedules:
+  - { name: ok, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/ok } }
+  - { name: bad, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/bad } }
+  - { name: paused, cron: "* * * * * *", suspend: true, job: { kind: http, url: ${flock.receiver.url}/p } }
+`);
+    const rs = [await flock.startReplica({ name: 'm1', schedules: file }), await flock.startReplica({ name: 'm2', schedules: file })];
+    await sleep(5000);
+    for (const s of ['ok', 'bad']) {
+      const r = spawnSync(process.execPath, [BIN, 'suspend', s, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+    }
+    await sleep(2500); // in-flight runs end; from now on occurrences of ok/bad are skipped
+    const texts = await Promise.all(rs.map(async (r) => (await get(`${r.adminUrl}/metrics`)).text));
+    const runs = await flock.runs();
+    const count = (schedule: string, state: string, reason?: string) =>
+      runs.filter((r) => r.schedule === schedule && r.state === state && (reason === undefined || r.reason === reason)).length;
+    const okSucceeded = count('ok', 'succeeded');
+    expect(okSucceeded).toBeGreaterThanOrEqual(4);
+    expect(sum(texts, 'cronflock_runs_total', { schedule: 'ok', state: 'succeeded' })).toBe(okSucceeded);
+    expect(sum(texts, 'cronflock_runs_total', { schedule: 'bad', state: 'failed' })).toBe(count('bad', 'failed'));
+    expect(sum(texts, 'cronflock_occurrences_not_run_total', { schedule: 'ok', state: 'skipped', reason: 'suspended' })).toBe(
+      count('ok', 'skipped', 'suspended'),
+    );
+    expect(sum(texts, 'cronflock_occurrences_not_run_total', { schedule: 'paused', state: 'skipped' })).toBe(count('paused', 'skipped'));
+    expect(sum(texts, 'cronflock_start_lateness_seconds_count', { schedule: 'ok' })).toBe(okSucceeded);
+    expect(sum(texts, 'cronflock_claims_total', { schedule: 'ok', kind: 'first' })).toBe(okSucceeded);
+    const lastOk = Math.max(...runs.filter((r) => r.schedule === 'ok' && r.state === 'succeeded').map((r) => r.endMs!));
+    for (const t of texts) {
+      expect(sum([t], 'cronflock_last_success_timestamp_seconds', { schedule: 'ok' })).toBeCloseTo(lastOk / 1000, 2);
+      expect(t).not.toMatch(/cronflock_last_success_timestamp_seconds\{[^}]*schedule="bad"/);
+      expect(t).toMatch(/^cronflock_clock_skew_seconds\{replica="m[12]"\} -?\d/m);
+      expect(t).toMatch(/^cronflock_active_runs\{replica="m[12]"\} 0$/m);
+    }
+  });
+
+  it('reports ready only while Redis answers and planning progresses; alive throughout', async () => {
+    flock = await Flock.start();
+    const file = flock.writeSchedules(`schedules:
+  - { name: ok, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/ok } }
+`);
+    const r = await flock.startReplica({ name: 'h1', schedules: file });
+    const base = r.adminUrl;
+    await until(async () => (await get(`${base}/readyz`)).status === 200, 10_000, 'ready');
+    await flock.redis.stop('SIGTERM');
+    await until(async () => (await get(`${base}/readyz`)).status === 503, 10_000, 'not ready');
+    const down = await get(`${base}/readyz`);
+    expect(JSON.parse(down.text)).toMatchObject({ ready: false });
+    expect(down.text).toMatch(/redis: /);
+    expect((await get(`${base}/healthz`)).status).toBe(200);
+    await flock.redis.restart();
+    await until(async () => (await get(`${base}/readyz`)).status === 200, 15_000, 'ready again');
+    const before = flock.receiver.of('ok').length;
+    await sleep(2500);
+    expect(flock.receiver.of('ok').length).toBeGreaterThan(before); // and it works again
+    expect(r.child.exitCode).toBeNull(); // nothing crashed
+  });
+
+  it('keeps credentials out of logs and records: URL user info and headers', async () => {
+    flock = await Flock.start();
+    const port = new URL(flock.receiver.url).port;
+    const file = flock.writeSchedules(`schedules:
+  - name: sec
+    cron: "* * * * * *"
+    job: { kind: http, url: "http://user:s3cr3t-pw@127.0.0.1:${port}/sec", headers: { X-Api-Key: s3cr3t-key } }
+  - name: sec-down
+    cron: "* * * * * *"
+    job: { kind: http, url: "http://user:s3cr3t-pw@127.0.0.1:1/x" }
+`);
+    const r = await flock.startReplica({ name: 's1', schedules: file, args: ['--redis', flock.redis.url.replace('redis://', 'redis://default:s3cr3t-redis@')] });
+    await until(() => flock.receiver.of('sec').length >= 2, 10_000, 'calls');
+    await sleep(1000);
+    const logs = r.lines.map((l) => JSON.stringify(l)).join('\n') + r.stderr.join('');
+    expect(logs).not.toMatch(/s3cr3t/);
+    const records = JSON.stringify(await flock.runs());
+    expect(records).not.toMatch(/s3cr3t/);
+    expect(records).toMatch(/request failed/); // sec-down failed, and its error says so without the password
+  });
+});
