@@ -175,7 +175,8 @@ export function generateCerts(dir: string): TestCerts {
   };
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   ossl('req', '-x509', '-new', ...key, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=cronflock test CA');
-  writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  // serverAuth and clientAuth: a cluster node presents its certificate to the other nodes too (tls-cluster).
+  writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
   writeFileSync(f('client.ext'), 'extendedKeyUsage=clientAuth\n');
   for (const who of ['server', 'client']) {
     ossl('req', '-new', ...key, '-keyout', f(`${who}.key`), '-out', f(`${who}.csr`), '-subj', `/CN=cronflock test ${who}`);
@@ -222,14 +223,27 @@ export async function startTlsRedis(): Promise<RedisTopology & { certs: TestCert
 
 /**
  * Three redis-server processes with `--cluster-enabled yes`, joined by `redis-cli --cluster create
- * --cluster-replicas 0` into a 3-master cluster (every slot covered), with a password on every node.
+ * --cluster-replicas 0` into a 3-master cluster (every slot covered), with a password on every node. With
+ * `tls`, clients, the cluster bus and redis-cli speak only TLS (client certificates required), and the URL is
+ * `rediss+cluster://`.
  */
-export async function startCluster(): Promise<RedisTopology> {
+export async function startCluster(o: { tls?: boolean } = {}): Promise<RedisTopology> {
   const dir = tmp();
   const password = `cl-${Math.random().toString(36).slice(2)}`;
-  const probe: RedisOptions = { password };
   const procs: RedisProc[] = [];
   try {
+    const certs = o.tls ? generateCerts(dir) : undefined;
+    const probe: RedisOptions = { password };
+    const tlsArgs = (port: number): string[] =>
+      certs
+        ? [
+            '--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes',
+            '--tls-cert-file', certs.serverCert, '--tls-key-file', certs.serverKey, '--tls-ca-cert-file', certs.ca,
+            '--tls-auth-clients', 'yes',
+          ]
+        : ['--port', String(port)];
+    if (certs) probe.tls = { ca: readFileSync(certs.ca), cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) };
+    const cliTls = certs ? ['--tls', '--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey] : [];
     const ports: number[] = [];
     for (let i = 0; i < 3; i++) {
       let port = await freeClusterPort();
@@ -238,14 +252,14 @@ export async function startCluster(): Promise<RedisTopology> {
       const d = join(dir, String(port));
       mkdirSync(d);
       const args = [
-        ...BASE, '--port', String(port), '--dir', d, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+        ...BASE, ...tlsArgs(port), '--dir', d, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
         '--cluster-node-timeout', '5000', '--requirepass', password, '--masterauth', password,
       ];
       procs.push(await RedisProc.start('redis-server', args, port, probe));
     }
     const create = spawnSync(
       'redis-cli',
-      ['-a', password, '--no-auth-warning', '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      [...cliTls, '-a', password, '--no-auth-warning', '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
       { encoding: 'utf8', timeout: 60_000 },
     );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
@@ -266,8 +280,8 @@ export async function startCluster(): Promise<RedisTopology> {
       }
     }
     return topology({
-      url: `redis+cluster://:${password}@${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
-      cliArgs: [],
+      url: `${certs ? 'rediss' : 'redis'}+cluster://:${password}@${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
+      cliArgs: certs ? ['--redis-tls-ca', certs.ca, '--redis-tls-cert', certs.clientCert, '--redis-tls-key', certs.clientKey] : [],
       secrets: [password],
       dataNodes: procs,
       probe,
@@ -289,30 +303,67 @@ function sentinelCommand(conf: string): [string, string[]] {
 
 /**
  * A master with a password watched by one `redis-sentinel` (quorum 1) that has a password of its own: the URL
- * carries both, the master's in the user-info and the sentinel's as `sentinelPassword`.
+ * carries both, the master's in the user-info and the sentinel's as `sentinelPassword`. With `withReplica`, a
+ * second redis-server replicates the master (dataNodes[1]) and the sentinel knows it, so that
+ * `SENTINEL FAILOVER` can promote it. With `tls`, every server and the sentinel speak only TLS (client
+ * certificates required) and the URL is `rediss+sentinel://`.
  */
-export async function startSentinel(masterName = 'flockmaster'): Promise<RedisTopology & { sentinel: RedisProc }> {
+export async function startSentinel(
+  o: { masterName?: string; withReplica?: boolean; tls?: boolean } = {},
+): Promise<RedisTopology & { sentinel: RedisProc; masterName: string; sentinelClient(): Redis }> {
+  const masterName = o.masterName ?? 'flockmaster';
   const dir = tmp();
   const masterPassword = `mp-${Math.random().toString(36).slice(2)}`;
   const sentinelPassword = `sp-${Math.random().toString(36).slice(2)}`;
   const procs: RedisProc[] = [];
   try {
+    const certs = o.tls ? generateCerts(dir) : undefined;
+    const clientTls = certs
+      ? { tls: { ca: readFileSync(certs.ca), cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) } }
+      : {};
+    // TLS settings of the servers and the sentinel, which also reaches the master over TLS (tls-replication).
+    const serverTls: [string, string][] = certs
+      ? [
+          ['tls-cert-file', certs.serverCert],
+          ['tls-key-file', certs.serverKey],
+          ['tls-ca-cert-file', certs.ca],
+          ['tls-auth-clients', 'yes'],
+          ['tls-replication', 'yes'],
+        ]
+      : [];
+    const listen = (port: number): string[] =>
+      certs ? ['--port', '0', '--tls-port', String(port), ...serverTls.flatMap(([k, v]) => [`--${k}`, v])] : ['--port', String(port)];
     const mport = await freePort();
-    const probe: RedisOptions = { password: masterPassword };
+    const probe: RedisOptions = { password: masterPassword, ...clientTls };
     const master = await RedisProc.start(
       'redis-server',
-      [...BASE, '--port', String(mport), '--dir', dir, '--requirepass', masterPassword, '--masterauth', masterPassword],
+      [...BASE, ...listen(mport), '--dir', dir, '--requirepass', masterPassword, '--masterauth', masterPassword],
       mport,
       probe,
     );
     procs.push(master);
+    const dataNodes = [master];
+    if (o.withReplica) {
+      const rport = await freePort();
+      const rdir = join(dir, 'replica');
+      mkdirSync(rdir);
+      const replica = await RedisProc.start(
+        'redis-server',
+        [...BASE, ...listen(rport), '--dir', rdir, '--requirepass', masterPassword, '--masterauth', masterPassword, '--replicaof', '127.0.0.1', String(mport)],
+        rport,
+        probe,
+        async (c) => /master_link_status:up/.test(await c.info('replication')),
+      );
+      procs.push(replica);
+      dataNodes.push(replica);
+    }
     const sport = await freePort();
     const conf = join(dir, 'sentinel.conf');
     // Sentinel rewrites its config file: it must be writable, and is a fresh one per test.
     writeFileSync(
       conf,
       [
-        `port ${sport}`,
+        ...(certs ? ['port 0', `tls-port ${sport}`, ...serverTls.map(([k, v]) => `${k} ${v}`)] : [`port ${sport}`]),
         'bind 127.0.0.1',
         `dir ${dir}`,
         `sentinel monitor ${masterName} 127.0.0.1 ${mport} 1`,
@@ -323,24 +374,33 @@ export async function startSentinel(masterName = 'flockmaster'): Promise<RedisTo
       ].join('\n'),
     );
     const [bin, args] = sentinelCommand(conf);
-    const sentinel = await RedisProc.start(bin, args, sport, { password: sentinelPassword }, async (c) => {
+    const sentinel = await RedisProc.start(bin, args, sport, { password: sentinelPassword, ...clientTls }, async (c) => {
       const addr = (await c.call('SENTINEL', 'get-master-addr-by-name', masterName)) as string[] | null;
       const master = (await c.call('SENTINEL', 'master', masterName)) as string[];
       const flags = master[master.indexOf('flags') + 1];
-      return addr?.[1] === String(mport) && flags === 'master';
+      if (addr?.[1] !== String(mport) || flags !== 'master') return false;
+      if (!o.withReplica) return true;
+      const replicas = (await c.call('SENTINEL', 'replicas', masterName)) as string[][];
+      return replicas.some((r) => r[r.indexOf('port') + 1] === String(dataNodes[1]!.port) && r[r.indexOf('flags') + 1] === 'slave');
     });
     procs.push(sentinel);
     return {
       ...topology({
-        url: `redis+sentinel://:${masterPassword}@127.0.0.1:${sport}/${masterName}?sentinelPassword=${sentinelPassword}`,
-        cliArgs: [],
+        url: `${certs ? 'rediss' : 'redis'}+sentinel://:${masterPassword}@127.0.0.1:${sport}/${masterName}?sentinelPassword=${sentinelPassword}`,
+        cliArgs: certs ? ['--redis-tls-ca', certs.ca, '--redis-tls-cert', certs.clientCert, '--redis-tls-key', certs.clientKey] : [],
         secrets: [masterPassword, sentinelPassword],
-        dataNodes: [master],
+        dataNodes,
         probe,
         procs,
         dir,
       }),
       sentinel,
+      masterName,
+      sentinelClient() {
+        const c = new Redis({ host: '127.0.0.1', port: sport, password: sentinelPassword, maxRetriesPerRequest: 2, ...clientTls });
+        c.on('error', () => undefined);
+        return c;
+      },
     };
   } catch (err) {
     await Promise.all(procs.map((p) => p.stop()));
