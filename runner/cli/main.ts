@@ -7,7 +7,8 @@
  *   cronflock runs               run records from Redis
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
@@ -130,6 +131,30 @@ program
     }
   });
 
+/**
+ * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
+ * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
+ * seen.
+ */
+function watchSchedules(path: string, onChange: () => void): void {
+  let dir = path;
+  let only: string | undefined;
+  try {
+    if (!statSync(path).isDirectory()) {
+      dir = dirname(path);
+      only = basename(path);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    watch(dir, (_event, file) => {
+      if (only && file && file !== only && !String(file).startsWith('..')) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(onChange, 300);
+    }).unref();
+  } catch {
+    /* a path that cannot be watched still reloads on SIGHUP */
+  }
+}
+
 function printRuns(runs: RunRecord[]): void {
   process.stdout.write(
     `${'DUE'.padEnd(24)} ${'SCHEDULE'.padEnd(20)} ${'STATE'.padEnd(10)} ${'REPLICA'.padEnd(22)} ATT TOKEN LATE(ms) REASON\n`,
@@ -157,6 +182,7 @@ program
   .addOption(new Option('--tick <duration>', 'planner period').argParser(duration))
   .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(Number))
   .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveInt))
+  .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
   .option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here', process.env.CRONFLOCK_ADMIN ?? '127.0.0.1:9464')
   .action(async (path: string, o: Record<string, unknown>) => {
     const user: Partial<RunnerOptions> = { namespace: o.namespace as string };
@@ -200,6 +226,28 @@ program
     );
     const replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin });
     log.info('replica running');
+    // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
+    // never stops what works; the errors are logged with their positions.
+    let current = res.schedules;
+    let reloading: Promise<void> = Promise.resolve();
+    const reload = (why: string): Promise<void> =>
+      (reloading = reloading.then(async () => {
+        const next = await loadSchedules(path);
+        for (const e of next.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
+        const refused = new Set(next.files.filter((f) => !f.ok).map((f) => f.file));
+        const names = new Set(next.schedules.map((s) => s.name));
+        const kept = current.filter((s) => refused.has(s.source.file) && !names.has(s.name));
+        const schedules = [...next.schedules, ...kept];
+        if (schedules.length === 0) {
+          log.error({ why }, 'reload found no valid schedules; keeping the running ones');
+          return;
+        }
+        current = schedules;
+        await replica.reload(schedules);
+      }).catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules')));
+    if (o.watch !== false) watchSchedules(path, () => void reload('file changed'));
+    process.on('SIGHUP', () => void reload('SIGHUP'));
+
     let stopping = false;
     const stop = async (signal: string): Promise<void> => {
       if (stopping) {

@@ -13,20 +13,7 @@ import type { Store } from '../redis/store.js';
 import { listRuns } from '../records/runs.js';
 import { enqueueOccurrences } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
-import type { EngineSchedule } from './schedule.js';
-
-/** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
-export interface PublishedDefinition {
-  cron: string;
-  timeZone: string;
-  jitterMs: number;
-  startingDeadlineMs: number | null;
-  concurrencyPolicy: EngineSchedule['concurrencyPolicy'];
-  onResume: 'skip' | 'latest';
-  definitionHash: string;
-  replica: string;
-  publishedAtMs: number;
-}
+import type { PublishedDefinition } from './definitions.js';
 
 /** A control operation refused; the message says why and what to do. */
 export class ControlError extends Error {
@@ -35,33 +22,6 @@ export class ControlError extends Error {
     super(message);
     this.name = 'ControlError';
   }
-}
-
-/** Publishes the definitions a replica runs, so operators and the CLI see what the flock runs. */
-export async function publishDefinitions(
-  redis: RedisClient,
-  keys: Keyspace,
-  schedules: readonly (EngineSchedule & { definitionHash?: string; onResume?: 'skip' | 'latest' })[],
-  replica: string,
-  nowMs: number,
-): Promise<void> {
-  if (schedules.length === 0) return;
-  const fields: string[] = [];
-  for (const s of schedules) {
-    const def: PublishedDefinition = {
-      cron: s.due.expression,
-      timeZone: s.due.timeZone,
-      jitterMs: s.jitterMs,
-      startingDeadlineMs: s.startingDeadlineMs,
-      concurrencyPolicy: s.concurrencyPolicy,
-      onResume: s.onResume ?? 'latest',
-      definitionHash: s.definitionHash ?? '',
-      replica,
-      publishedAtMs: nowMs,
-    };
-    fields.push(s.name, JSON.stringify(def));
-  }
-  await redis.hset(keys.definitions, ...fields);
 }
 
 /** Context of a control operation. */

@@ -76,6 +76,8 @@ export class Executor {
   private schedules = new Map<string, EngineSchedule>();
   /** Listeners of finished runs (tests, demo). */
   onRun: ((e: RunEvent) => void) | undefined;
+  /** Whether this replica's definition of a schedule is the published one (see definitions.ts). */
+  isCurrent: (s: EngineSchedule) => boolean = () => true;
 
   constructor(
     private readonly store: Store,
@@ -180,6 +182,26 @@ export class Executor {
     }
     const kind = findJobKind(sched.job.kind);
     if (!kind) throw new Error(`unknown job kind ${sched.job.kind}`); // refused at load; unreachable
+    const origin = d.origin ?? 'schedule';
+    if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
+      // Planned under an earlier definition whose cron is gone: the current one does not have this due time.
+      const reason = 'schedule changed: not a due time of the current definition';
+      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
+      this.emit({ ...base, state: 'skipped', error: reason });
+      return;
+    }
+    if (!this.isCurrent(sched)) {
+      if (this.clock.now() > d.fireMs + o.horizonMs) {
+        const reason = 'no replica ran the current definition within the horizon';
+        await this.store.abandon(d.key, 'missed', reason, o.retentionMs);
+        this.emit({ ...base, state: 'missed', error: reason });
+        return;
+      }
+      // A newer definition of this schedule is published: leave the run to a replica that has it.
+      this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
+      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
+      throw new DelayedError();
+    }
 
     // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back.
     await sleep(this.clock.delayUntil(d.fireMs), this.stopping.signal);

@@ -43,6 +43,12 @@ const PLAN_CHUNK = 500;
 export class Planner {
   private readonly heap = new MinHeap<EngineSchedule>();
   private readonly cursors = new Map<string, number>();
+  /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
+  private current = new Map<string, EngineSchedule>();
+  /** Whether this replica may plan a schedule (its definition is the published winner); default yes. */
+  mayPlan: (s: EngineSchedule) => boolean = () => true;
+  /** Runs at the start of every tick (the replica refreshes the published definitions there). */
+  beforeTick: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -70,6 +76,7 @@ export class Planner {
   async start(schedules: readonly EngineSchedule[]): Promise<void> {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
+    this.current = new Map(schedules.map((s) => [s.name, s]));
     for (const s of schedules) {
       const wm = wms.get(s.name);
       const from = wm === undefined ? now : Math.max(wm, now - this.opts.horizonMs);
@@ -79,6 +86,38 @@ export class Planner {
     }
     this.stopped = false;
     this.schedule(0);
+  }
+
+  /**
+   * Applies a reloaded set of schedules. Unchanged ones (same definition hash) keep their place; a changed one
+   * applies from its next due time after now; an added one starts at now; a removed one is no longer planned.
+   * @returns the names added, changed and removed.
+   */
+  update(schedules: readonly EngineSchedule[]): { added: string[]; changed: string[]; removed: string[] } {
+    const now = this.clock.now();
+    const prev = this.current;
+    const next = new Map<string, EngineSchedule>();
+    const diff = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    for (const s of schedules) {
+      const old = prev.get(s.name);
+      if (old && old.definitionHash !== undefined && old.definitionHash === s.definitionHash) {
+        next.set(s.name, old);
+        continue;
+      }
+      (old ? diff.changed : diff.added).push(s.name);
+      next.set(s.name, s);
+      this.cursors.set(s.name, now);
+      const due = s.due.next(now);
+      if (due !== null) this.heap.push(due, s);
+    }
+    for (const name of prev.keys()) {
+      if (!next.has(name)) {
+        diff.removed.push(name);
+        this.cursors.delete(name);
+      }
+    }
+    this.current = next;
+    return diff;
   }
 
   /** Stops ticking and waits for a tick in flight. */
@@ -107,6 +146,7 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
+    await this.beforeTick?.();
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: EngineSchedule; next: number }[] = [];
@@ -114,7 +154,9 @@ export class Planner {
     const advanced = new Map<string, number>();
     while ((this.heap.peekKey() ?? Infinity) <= until) {
       const { key: first, value: s } = this.heap.pop()!;
+      if (this.current.get(s.name) !== s) continue; // replaced or removed by a reload
       popped.push({ s, next: first });
+
       const cands: { dueMs: number; fireMs: number }[] = [];
       // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
       let due: number | null = first < now - this.opts.horizonMs ? s.due.next(now - this.opts.horizonMs - 1) : first;
@@ -124,10 +166,13 @@ export class Planner {
       }
       // A run-time suspension (`cronflock suspend`) is decided by the claim script at the fire time, not here:
       // occurrences planned ahead must still run if the schedule is resumed before they fire.
-      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
-      cands.forEach((c, i) =>
-        items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
-      );
+      // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
+      if (this.mayPlan(s)) {
+        const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+        cands.forEach((c, i) =>
+          items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
+        );
+      }
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
     try {

@@ -10,7 +10,7 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
-import { publishDefinitions } from './control.js';
+import { Definitions } from './definitions.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
@@ -26,6 +26,8 @@ export class Replica {
   metrics!: Metrics;
   /** The admin server, when started. */
   admin: AdminServer | undefined;
+  /** The published definitions, as last read. */
+  definitions!: Definitions;
   private stopped = false;
 
   private constructor(
@@ -84,7 +86,12 @@ export class Replica {
     executor.setSchedules(p.schedules);
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
     r.metrics = metrics;
-    await publishDefinitions(cmd, keys, p.schedules, o.replica, clock.now());
+    const definitions = new Definitions(cmd, keys, o.replica);
+    await definitions.publish(p.schedules);
+    r.definitions = definitions;
+    planner.mayPlan = (s) => definitions.isCurrent(s);
+    planner.beforeTick = () => definitions.refresh();
+    executor.isCurrent = (s) => definitions.isCurrent(s);
     executor.start();
     await planner.start(p.schedules);
     r.syncClockLoop();
@@ -97,6 +104,32 @@ export class Replica {
       );
     }
     return r;
+  }
+
+  /**
+   * Applies reloaded schedule files: unchanged schedules go on; a changed one applies from its next due time
+   * (occurrences planned under the old definition that the new one does not have are recorded skipped); a
+   * removed one stops, and its planned occurrences are recorded skipped (schedule removed). Runs in flight
+   * finish. The new definitions are published: being the latest loaded, they win (definitions.ts).
+   */
+  async reload(schedules: readonly EngineSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+    const diff = this.planner.update(schedules);
+    this.executor.setSchedules(schedules);
+    await this.definitions.publish(schedules, diff.removed);
+    const byName = new Map(schedules.map((s) => [s.name, s]));
+    const touched = new Set([...diff.changed, ...diff.removed]);
+    if (touched.size > 0) {
+      for (const key of await this.store.redis.zrange(this.keys.pending, 0, -1)) {
+        const name = key.slice(0, key.lastIndexOf('@'));
+        if (!touched.has(name) || key.includes('~')) continue;
+        const s = byName.get(name);
+        const dueMs = Date.parse(key.slice(name.length + 1));
+        if (s && s.due.next(dueMs - 1) === dueMs) continue; // still a due time of the new definition
+        await this.store.abandon(key, 'skipped', s ? 'schedule changed: not a due time of the new definition' : 'schedule removed', this.opts.retentionMs);
+      }
+    }
+    this.log.info(diff, 'schedules reloaded');
+    return diff;
   }
 
   private syncClockLoop(): void {

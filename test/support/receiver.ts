@@ -8,6 +8,8 @@ import type { HttpJobBody } from '../../jobs/http.js';
 /** One request as the receiver saw it. */
 export interface Delivery {
   body: HttpJobBody;
+  /** Request path, e.g. `/hook`. */
+  path: string;
   /** Receiver's clock when the request arrived (ms). */
   receivedMs: number;
   /** Set when the client closed the connection before the answer. */
@@ -37,7 +39,7 @@ export class Receiver {
       let text = '';
       req.on('data', (c: Buffer) => (text += c.toString()));
       req.on('end', () => {
-        const d: Delivery = { body: JSON.parse(text || '{}') as HttpJobBody, receivedMs: Date.now() };
+        const d: Delivery = { body: JSON.parse(text || '{}') as HttpJobBody, path: req.url ?? '/', receivedMs: Date.now() };
         ref.self!.deliveries.push(d);
         res.on('close', () => {
           if (!res.writableFinished) d.abortedMs = Date.now();

@@ -1,0 +1,100 @@
+/**
+ * Reload: when the schedule file changes (watch) or on SIGHUP, every replica reloads; three replicas converge
+ * without duplicates; a changed schedule applies from its next due time; a removed schedule stops and its
+ * planned occurrences are recorded skipped; a bad new version is refused and the running one goes on.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flock, sleep, until } from '../support/flock.js';
+
+describe('reload', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('converges three replicas on an edited file without duplicates', async () => {
+    flock = await Flock.start();
+    const url = flock.receiver.url;
+    const v1 = `schedules:
+  - { name: keep, cron: "* * * * * *", job: { kind: http, url: ${url}/keep } }
+  - { name: change, cron: "*/2 * * * * *", job: { kind: http, url: ${url}/change-v1 } }
+  - { name: gone, cron: "* * * * * *", job: { kind: http, url: ${url}/gone } }
+`;
+    const file = flock.writeSchedules(v1);
+    for (const n of ['r1', 'r2', 'r3']) await flock.startReplica({ name: n, schedules: file });
+    await sleep(4000);
+    flock.writeSchedules(`schedules:
+  - { name: keep, cron: "* * * * * *", job: { kind: http, url: ${url}/keep } }
+  - { name: change, cron: "*/3 * * * * *", job: { kind: http, url: ${url}/change-v2 } }
+  - { name: added, cron: "* * * * * *", job: { kind: http, url: ${url}/added } }
+`);
+    const editedAt = Date.now();
+    for (const r of flock.replicas) await r.waitForLog((l) => l.msg === 'schedules reloaded', 10_000, 'reload');
+    const settledAt = Date.now() + 1000;
+    await sleep(7000);
+    const end = Date.now() - 1500;
+
+    expect([...flock.receiver.countByOccurrence()].filter(([, n]) => n > 1)).toEqual([]);
+    // keep: every second delivered exactly once, across the reload.
+    const keep = new Set(flock.receiver.of('keep').map((d) => Date.parse(d.body.dueAt)));
+    for (let d = Math.ceil((editedAt - 3000) / 1000) * 1000; d <= end; d += 1000) expect(keep.has(d), `keep ${d}`).toBe(true);
+    // change: after the reload only the new cron (every 3 s) and the new URL.
+    const after = flock.receiver.of('change').filter((d) => Date.parse(d.body.fireAt) > settledAt);
+    expect(after.length).toBeGreaterThanOrEqual(2);
+    for (const d of after) {
+      expect(Date.parse(d.body.dueAt) % 3000).toBe(0);
+      expect(d.path).toBe('/change-v2');
+    }
+    // gone: nothing after the reload; its planned occurrences are recorded, not silently dropped.
+    expect(flock.receiver.of('gone').filter((d) => Date.parse(d.body.fireAt) > settledAt)).toEqual([]);
+    const goneRuns = await flock.runs('gone');
+    const open = goneRuns.filter((r) => r.state === 'scheduled' || r.state === 'running');
+    expect(open).toEqual([]);
+    expect(goneRuns.some((r) => r.state === 'skipped' && /schedule removed|not defined/.test(r.reason ?? ''))).toBe(true);
+    // added: runs.
+    expect(flock.receiver.of('added').length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('reloads on SIGHUP, and refuses a bad new version while the running one goes on', async () => {
+    flock = await Flock.start();
+    const url = flock.receiver.url;
+    const file = flock.writeSchedules(`schedules:\n  - { name: a, cron: "* * * * * *", job: { kind: http, url: ${url}/a1 } }\n`);
+    const r = await flock.startReplica({ name: 'h1', schedules: file, args: ['--no-watch'] });
+    await sleep(2000);
+    flock.writeSchedules(`schedules:\n  - { name: a, cron: "* * * * * *", job: { kind: http, url: ${url}/a2 } }\n`);
+    await sleep(1500);
+    expect(r.logs('schedules reloaded')).toEqual([]); // not watching
+    r.signal('SIGHUP');
+    await r.waitForLog((l) => l.msg === 'schedules reloaded', 10_000, 'SIGHUP reload');
+    await until(() => flock.receiver.of('a').some((d) => d.path === '/a2'), 5000, 'new URL used');
+    flock.writeSchedules(`schedules:\n  - { name: a, cron: "61 * * * *", job: { kind: http, url: ${url}/a3 } }\n`);
+    r.signal('SIGHUP');
+    const refused = await r.waitForLog((l) => String(l.msg).startsWith('reload refused'), 10_000, 'refusal');
+    expect(refused).toMatchObject({ line: 2, field: 'schedules[0].cron' });
+    const n = flock.receiver.of('a').length;
+    await sleep(2500);
+    const later = flock.receiver.of('a').slice(n);
+    expect(later.length).toBeGreaterThanOrEqual(1);
+    for (const d of later) expect(d.path).toBe('/a2'); // the running version goes on
+  });
+
+  it('replicas holding different versions do not fight: the definition loaded last wins', async () => {
+    flock = await Flock.start();
+    const url = flock.receiver.url;
+    const old = flock.writeSchedules(`schedules:\n  - { name: x, cron: "*/2 * * * * *", job: { kind: http, url: ${url}/v1 } }\n`, 'old.yaml');
+    const neu = flock.writeSchedules(`schedules:\n  - { name: x, cron: "*/3 * * * * *", job: { kind: http, url: ${url}/v2 } }\n`, 'new.yaml');
+    await flock.startReplica({ name: 'old', schedules: old });
+    await sleep(3000);
+    await flock.startReplica({ name: 'new', schedules: neu });
+    const switchedAt = Date.now() + 1500;
+    await sleep(8000);
+    const after = flock.receiver.of('x').filter((d) => Date.parse(d.body.fireAt) > switchedAt);
+    expect(after.length).toBeGreaterThanOrEqual(2);
+    for (const d of after) {
+      expect(d.path).toBe('/v2');
+      expect(d.body.replica).toBe('new');
+      expect(Date.parse(d.body.dueAt) % 3000).toBe(0);
+    }
+    expect([...flock.receiver.countByOccurrence()].filter(([, n]) => n > 1)).toEqual([]);
+    const open = (await flock.runs('x')).filter((r) => r.state === 'scheduled' && r.fireMs < Date.now() - 3000);
+    expect(open).toEqual([]);
+  });
+});
