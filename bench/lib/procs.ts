@@ -3,7 +3,7 @@
  * the bookkeeping that guarantees none outlives a run: every child is registered, and a crash, Ctrl-C or a normal
  * exit of the driver kills what is left (SIGCONT first, so that a stopped process can die).
  */
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -18,6 +18,34 @@ export function spawnTracked(cmd: string, args: string[], opts: SpawnOptions): C
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
+}
+
+/** Forks a compiled module of dist/bench with IPC and registers it for cleanup. */
+export function forkTracked(modulePath: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = fork(modulePath, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** Waits for the first IPC message of `type` from a child. */
+export function nextMessage<T = Record<string, unknown>>(child: ChildProcess, type: string, timeoutMs = 60_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => done(new Error(`no "${type}" message from pid ${child.pid} within ${timeoutMs} ms`)), timeoutMs);
+    const onMsg = (m: { type?: string }): void => {
+      if (m?.type === type) done(undefined, m as T);
+    };
+    const onExit = (code: number | null): void => done(new Error(`pid ${child.pid} exited (${code}) before "${type}"`));
+    function done(err?: Error, v?: T): void {
+      clearTimeout(t);
+      child.off('message', onMsg);
+      child.off('exit', onExit);
+      if (err) reject(err);
+      else resolve(v!);
+    }
+    child.on('message', onMsg);
+    child.once('exit', onExit);
+  });
 }
 
 /** Registers a pid we did not spawn with {@link spawnTracked} (e.g. a redis-server) for cleanup. */
