@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { backfill, ControlError, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
 import { DEFAULT_OPTIONS } from '../engine/options.js';
 import { RedisClock } from '../redis/clock.js';
-import { connectCommands, redactRedisUrl } from '../redis/connect.js';
+import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
@@ -24,12 +24,13 @@ const isoTime = (v: string): number => {
 /** Connects, runs `fn` with a control context, and turns refusals and Redis errors into CLI errors. */
 async function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
   const { url, tls } = await resolveRedis(o.redis, false, undefined, o);
-  const redis = connectCommands(url, 'cronflock:cli', tls);
-  redis.on('error', () => undefined);
+  const redis = connectOneShot(url, 'cronflock:cli', tls);
+  let lastError = '';
+  redis.on('error', (err: Error) => (lastError = err.message));
   const keys = new Keyspace(o.namespace);
   const queue = new Queue(keys.queueName, { connection: redis, prefix: keys.ns });
   queue.on('error', () => undefined);
-  const clock = new RedisClock(redis);
+  const clock = new RedisClock(redis, undefined, keys.ns); // TIME from the node that owns our slot
   try {
     return await fn({
       redis,
@@ -42,7 +43,8 @@ async function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): 
     });
   } catch (err) {
     if (err instanceof ControlError) throw new CliError(err.message);
-    throw new CliError(`Redis ${redactRedisUrl(url)}: ${(err as Error).message}`);
+    const cause = lastError && lastError !== (err as Error).message ? ` (connection: ${lastError})` : '';
+    throw new CliError(`Redis ${redactRedisUrl(url)}: ${(err as Error).message}${cause}`);
   } finally {
     await queue.close().catch(() => undefined);
     redis.disconnect();

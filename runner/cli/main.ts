@@ -224,7 +224,13 @@ program
       { redis: redactRedisUrl(target.url), schedules: res.schedules.map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
     );
-    const replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin });
+    let replica: Replica;
+    try {
+      replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin });
+    } catch (err) {
+      await target.private?.cleanup();
+      throw new CliError((err as Error).message);
+    }
     log.info('replica running');
     // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
     // never stops what works; the errors are logged with their positions.

@@ -53,6 +53,8 @@ export class Planner {
   private running: Promise<void> | undefined;
   private stopped = false;
   private lastSweepMs = 0;
+  /** What this replica planned recently, offered again at each sweep (see {@link Planner.replanRecent}). */
+  private recent: { atMs: number; items: PlannedOccurrence[] }[] = [];
   /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Host time (Date.now) of the last tick that completed; readiness checks it. */
@@ -198,6 +200,7 @@ export class Planner {
       for (const { s, next } of popped) this.heap.push(next, s);
       throw err;
     }
+    if (items.length > 0) this.recent.push({ atMs: now, items });
     for (const { s } of popped) {
       const last = advanced.get(s.name) ?? this.cursors.get(s.name)!;
       this.cursors.set(s.name, last);
@@ -206,9 +209,34 @@ export class Planner {
     }
     if (now - this.lastSweepMs >= this.opts.sweepAfterMs / 2) {
       this.lastSweepMs = now;
+      await this.replanRecent(now);
       await this.sweep();
     }
     this.lastTickOkAt = Date.now();
+  }
+
+  /**
+   * Offers again what this replica planned in the last `2 × sweepAfterMs`. The plan script is idempotent, so
+   * this costs one EXISTS per occurrence; it matters when Redis acknowledged a plan and then lost it (a
+   * Sentinel failover or a crash with `appendfsync everysec` drops the last writes): the planner has moved past
+   * those due times, so without this they would vanish with no record. Re-created ones run late or follow
+   * their starting deadline, and are logged.
+   */
+  private async replanRecent(now: number): Promise<void> {
+    this.recent = this.recent.filter((b) => b.atMs >= now - 2 * this.opts.sweepAfterMs);
+    const items = this.recent.flatMap((b) => b.items);
+    for (let i = 0; i < items.length; i += PLAN_CHUNK) {
+      const chunk = items.slice(i, i + PLAN_CHUNK);
+      const { toEnqueue, finals } = await this.store.plan(chunk, {
+        horizonMs: this.opts.horizonMs,
+        retentionMs: this.opts.retentionMs,
+        replica: this.opts.replica,
+      });
+      if (toEnqueue.length + finals.length === 0) continue;
+      this.log.warn({ count: toEnqueue.length + finals.length }, 're-planned occurrences whose records Redis had lost');
+      const byKey = new Map(chunk.map((c) => [c.key, c]));
+      await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
+    }
   }
 
   /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */

@@ -4,8 +4,8 @@
  */
 import { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
-import { RedisClock } from '../redis/clock.js';
-import { connectCommands, connectWorker, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
+import { RedisClock, type ClockSample } from '../redis/clock.js';
+import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
@@ -62,15 +62,17 @@ export class Replica {
     const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
     const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
     let onRedisError = (): void => undefined;
+    let lastRedisError = '';
     for (const c of [cmd, wrk]) {
       c.on('error', (err: Error) => {
+        lastRedisError = err.message;
         onRedisError();
         log.debug({ err: err.message }, 'redis connection error');
       });
     }
     const store = new Store(cmd, keys);
     const clock = new RedisClock(cmd, undefined, keys.ns);
-    const first = await clock.sync();
+    const first = await firstSync(clock, () => lastRedisError, p.redisUrl);
     log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
     const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
     queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
@@ -158,5 +160,29 @@ export class Replica {
     await this.queue.close().catch(() => undefined);
     await this.admin?.close();
     for (const c of this.conns) c.disconnect();
+  }
+}
+
+/** Time allowed for the first contact with Redis before a replica gives up with a clear error. */
+const FIRST_CONTACT_MS = 15_000;
+
+/**
+ * The first clock sample, bounded in time, with the connection's own error in the message (a wrong password
+ * otherwise shows only as "max retries", and a Sentinel setup can wait forever).
+ */
+async function firstSync(clock: RedisClock, lastError: () => string, url: string): Promise<ClockSample> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${FIRST_CONTACT_MS / 1000} s`)), FIRST_CONTACT_MS);
+  });
+  try {
+    return await Promise.race([clock.sync(), timeout]);
+  } catch (err) {
+    const cause = lastError();
+    throw new Error(
+      `cannot reach Redis at ${redactRedisUrl(url)}: ${(err as Error).message}${cause && cause !== (err as Error).message ? ` (${cause})` : ''}`,
+    );
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -8,7 +8,9 @@
  *   lock/3 and retries quickly); a longer outage aborts it and it is re-claimed with a new fencing token.
  */
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Keyspace } from '../../runner/redis/keys.js';
 import { Flock, sleep, until } from '../support/flock.js';
 import { cronAt, readEvents } from '../support/events.js';
 
@@ -68,5 +70,35 @@ describe('Redis restart', () => {
     const [long] = await flock.runs('long');
     expect(long).toMatchObject({ fencingToken: 1, attempt: 1 });
     expect(readEvents(events).filter((e) => e.event === 'start')).toHaveLength(1);
+  });
+});
+
+describe('writes Redis acknowledged and then lost', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('re-plans an occurrence whose record, pending entry and job vanished (failover, fsync loss)', async () => {
+    flock = await Flock.start();
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 6000;
+    const file = flock.writeSchedules(`schedules:
+  - name: once
+    cron: "${cronAt(dueMs)}"
+    job: { kind: http, url: ${flock.receiver.url}/once }
+`);
+    await flock.startReplica({ name: 'r1', schedules: file });
+    const keys = new Keyspace();
+    const key = `once@${new Date(dueMs).toISOString()}`;
+    await until(async () => (await flock.redisClient.exists(keys.occurrence(key))) === 1, 10_000, 'planned');
+    // What a failover to a replica that had not received these writes looks like: all three are gone.
+    const queue = new Queue(keys.queueName, { connection: flock.redisClient, prefix: keys.ns });
+    await queue.remove(keys.jobId(key));
+    await queue.close();
+    await flock.redisClient.del(keys.occurrence(key));
+    await flock.redisClient.zrem(keys.pending, key);
+    await until(() => flock.receiver.of('once').length === 1, 20_000, 'the occurrence runs anyway');
+    const [rec] = await flock.runs('once');
+    expect(rec).toMatchObject({ key, state: 'succeeded' });
+    await sleep(2000);
+    expect(flock.receiver.of('once')).toHaveLength(1);
   });
 });
