@@ -5,7 +5,7 @@
  * `fencingToken` so the receiver can refuse a stale claimant's late call (Kleppmann's fencing pattern).
  */
 import { z } from 'zod';
-import { positiveDurationMs } from '../runner/config/zod-duration.js';
+import { timerDurationMs } from '../runner/config/zod-duration.js';
 import type { JobContext, JobKind } from './types.js';
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // RFC 9110 §5.1 token
@@ -21,7 +21,7 @@ export const httpJobSchema = z
       .default({})
       .describe('extra request headers'),
     params: z.record(z.string(), z.unknown()).optional().describe('extra JSON sent in the body under "params"'),
-    timeout: positiveDurationMs.default(30_000).describe('per-request timeout, e.g. 10s (default 30s)'),
+    timeout: timerDurationMs.default(30_000).describe('per-request timeout, e.g. 10s (default 30s)'),
   })
   .transform(({ timeout, ...rest }) => ({ ...rest, timeoutMs: timeout }));
 

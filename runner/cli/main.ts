@@ -161,7 +161,7 @@ function printRuns(runs: RunRecord[]): void {
   );
   for (const r of runs) {
     process.stdout.write(
-      `${iso(r.dueMs)} ${r.schedule.padEnd(20)} ${r.state.padEnd(10)} ${(r.replica ?? '-').padEnd(22)} ${String(r.attempt).padStart(3)} ${String(r.fencingToken).padStart(5)} ${String(r.latenessMs ?? '-').padStart(8)} ${r.reason ?? r.error ?? ''}\n`,
+      `${iso(r.dueMs)} ${r.schedule.padEnd(20)} ${r.state.padEnd(10)} ${(r.replica ?? '-').padEnd(22)} ${String(r.attempt).padStart(3)} ${String(r.fencingToken).padStart(5)} ${String(r.latenessMs ?? '-').padStart(8)} ${[r.reason, r.error].filter(Boolean).join(': ')}\n`,
     );
   }
 }
@@ -203,7 +203,7 @@ program
     try {
       options = compileOptions(user);
     } catch (err) {
-      if (err instanceof OptionsError) throw new CliError(err.message);
+      if (err instanceof OptionsError) throw new CliError(flagNames(err.message));
       throw err;
     }
     let admin: { host: string; port: number } | null = null;
@@ -275,7 +275,38 @@ for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start
 
 addControlCommands(program);
 
+// `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
+/** Option names as users type them: `lockMs` → `--lock`. */
+function flagNames(message: string): string {
+  const flags: Record<string, string> = {
+    lockMs: '--lock',
+    stalledIntervalMs: '--stalled-interval',
+    shutdownGraceMs: '--grace',
+    horizonMs: '--horizon',
+    retentionMs: '--retention',
+    lookaheadMs: '--lookahead',
+    tickMs: '--tick',
+    maxStalls: '--max-stalls',
+    concurrency: '--concurrency',
+    prefetchMs: 'prefetch',
+    replica: '--replica',
+    namespace: '--namespace',
+  };
+  return message.replace(/\b(lockMs|stalledIntervalMs|shutdownGraceMs|horizonMs|retentionMs|lookaheadMs|tickMs|maxStalls|concurrency|prefetchMs|replica|namespace)\b/g, (m) => flags[m] ?? m);
+}
+
 program.parseAsync(process.argv).catch((err: unknown) => {
+  const code = (err as { code?: unknown })?.code;
+  if (!(err instanceof CliError) && typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code)) {
+    // Our typed errors (options, namespace, Redis URL …) say what is wrong and how to fix it: no stack.
+    process.stderr.write(`cronflock: ${flagNames((err as Error).message)}\n`);
+    process.exit(2);
+  }
   if (err instanceof CliError) {
     process.stderr.write(`cronflock: ${err.message}\n`);
     process.exit(2);

@@ -12,7 +12,7 @@ import { jobKinds } from '../../jobs/registry.js';
 import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cron.js';
 import { formatDurationMs } from '../time/duration.js';
 import type { ConfigErrorCode } from './errors.js';
-import { durationMs, positiveDurationMs } from './zod-duration.js';
+import { durationMs, positiveDurationMs, timerDurationMs } from './zod-duration.js';
 
 /** DNS-1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit; ≤ 63 chars. */
 export const SCHEDULE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -109,7 +109,7 @@ const scheduleObject = z.strictObject({
     .min(1, 'must be at least 1')
     .optional()
     .describe('With concurrencyPolicy: Allow, the most runs of this schedule at once across the flock; later ones wait for a free slot, within their starting deadline (default: no limit).'),
-  timeout: positiveDurationMs
+  timeout: timerDurationMs
     .optional()
     .describe('Longest a run may take: its AbortSignal fires and the attempt is recorded failed: timeout. A duration such as 30s or 10m (default: no limit).'),
   retries: z
@@ -118,8 +118,8 @@ const scheduleObject = z.strictObject({
     .max(100, 'must be at most 100')
     .default(0)
     .describe('How many times a failed attempt (error, non-2xx, timeout) is retried, with exponential backoff and jitter (default 0).'),
-  retryBackoff: positiveDurationMs.prefault('1s').describe('Delay before the first retry; it doubles with each retry, with jitter (default 1s).'),
-  retryBackoffMax: positiveDurationMs.prefault('5m').describe('Longest delay between retries (default 5m).'),
+  retryBackoff: timerDurationMs.prefault('1s').describe('Delay before the first retry; it doubles with each retry, with jitter (default 1s).'),
+  retryBackoffMax: timerDurationMs.prefault('5m').describe('Longest delay between retries (default 5m).'),
   onResume: onResumeSchema
     .default('latest')
     .describe(

@@ -14,3 +14,11 @@ export const durationMs = z.string().transform((text, ctx) => {
 
 /** Like {@link durationMs} but must be > 0. */
 export const positiveDurationMs = durationMs.refine((ms) => ms > 0, { message: 'must be longer than 0' });
+
+/** Longest duration Node can put on a timer (2^31 − 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A positive duration used as a timer (timeouts, backoffs): at most 24d, or Node would fire it at once. */
+export const timerDurationMs = positiveDurationMs.refine((ms) => ms <= MAX_TIMER_MS, {
+  message: 'must be at most 24d (longer timers cannot be set)',
+});

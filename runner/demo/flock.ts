@@ -6,7 +6,10 @@
  * Flags: `--seconds N` stops after N seconds (used by the tests); `--replicas N` (default 3).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisServerProcess } from '../redis/server-process.js';
 import { CliError, resolveRedis } from '../cli/redis-target.js';
@@ -36,6 +39,15 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   console.log(`redis: ${privateRedis ? `private redis-server on ${redisUrl} (data in ${privateRedis.dir})` : 'REDIS_URL'}`);
+  try {
+    await run(redisUrl, privateRedis, seconds, count);
+  } catch (err) {
+    await privateRedis?.cleanup(); // never leave a private server behind
+    throw err;
+  }
+}
+
+async function run(redisUrl: string, privateRedis: RedisServerProcess | undefined, seconds: number, count: number): Promise<void> {
 
   let received = 0;
   const receiver = createServer((req, res) => {
@@ -54,19 +66,32 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((resolve, reject) => {
     receiver.once('error', (e: NodeJS.ErrnoException) =>
-      reject(e.code === 'EADDRINUSE' ? new Error(`port ${RECEIVER_PORT} is in use; set CRONFLOCK_DEMO_PORT`) : e),
+      reject(e.code === 'EADDRINUSE' ? new CliError(`port ${RECEIVER_PORT} is in use; set CRONFLOCK_DEMO_PORT to another port`) : e),
     );
     receiver.listen(RECEIVER_PORT, '127.0.0.1', () => resolve());
   });
   console.log(`receiver: http://127.0.0.1:${RECEIVER_PORT} (the http jobs of examples/schedules.yaml call it)`);
+  // With another port, the replicas run a copy of the examples whose URLs point at it.
+  let schedules = 'examples/schedules.yaml';
+  let tmp: string | undefined;
+  if (RECEIVER_PORT !== 8787) {
+    tmp = mkdtempSync(join(tmpdir(), 'cronflock-demo-'));
+    schedules = join(tmp, 'schedules.yaml');
+    const text = readFileSync(join(ROOT, 'examples/schedules.yaml'), 'utf8')
+      .replaceAll('127.0.0.1:8787', `127.0.0.1:${RECEIVER_PORT}`)
+      .replaceAll('./jobs/', `${join(ROOT, 'examples/jobs')}/`);
+    writeFileSync(schedules, text);
+  }
 
   const children: ChildProcess[] = [];
   for (let i = 1; i <= count; i++) {
     const name = `replica-${i}`;
-    const child = spawn(process.execPath, [BIN, 'start', 'examples/schedules.yaml', '--redis', redisUrl, '--replica', name, '--grace', '2s', '--admin', '127.0.0.1:0'], {
+    const child = spawn(process.execPath, [BIN, 'start', schedules, '--redis', redisUrl, '--replica', name, '--grace', '2s', '--admin', '127.0.0.1:0'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, CRONFLOCK_LOG_LEVEL: 'info' },
+      // Their own process group: Ctrl-C reaches this process only, which stops them gracefully (once).
+      detached: true,
     });
     children.push(child);
     let buf = '';
@@ -113,6 +138,7 @@ async function main(): Promise<void> {
     );
     receiver.close();
     await privateRedis?.cleanup();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
     console.log(`done: the receiver got ${received} calls`);
     process.exit(0);
   };

@@ -110,6 +110,11 @@ export class Definitions {
     this.version = v;
   }
 
+  /** True when some replica publishes a definition of `name` (it may run it even if this one does not). */
+  has(name: string): boolean {
+    return this.winners.has(name);
+  }
+
   /** True when this replica's definition of `s` is the published one (or nothing is published for it). */
   isCurrent(s: EngineSchedule): boolean {
     const w = this.winners.get(s.name);

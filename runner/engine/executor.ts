@@ -78,6 +78,8 @@ export class Executor {
   onRun: ((e: RunEvent) => void) | undefined;
   /** Whether this replica's definition of a schedule is the published one (see definitions.ts). */
   isCurrent: (s: EngineSchedule) => boolean = () => true;
+  /** Whether some replica publishes a definition of this schedule name. */
+  isPublished: (name: string) => boolean = () => false;
 
   constructor(
     private readonly store: Store,
@@ -173,6 +175,11 @@ export class Executor {
     const o = this.opts;
     const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica };
     const sched = this.schedules.get(d.schedule);
+    if (!sched && this.isPublished(d.schedule) && this.clock.now() <= d.fireMs + o.horizonMs) {
+      // Another replica runs this schedule (a rollout with different files): leave the delivery to it.
+      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
+      throw new DelayedError();
+    }
     if (!sched) {
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
       await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);

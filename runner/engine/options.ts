@@ -83,7 +83,11 @@ export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions
   };
   for (const [k, v] of Object.entries(o)) {
     if (typeof v === 'number') need(Number.isFinite(v) && v >= 0, `${k} must be a non-negative number (got ${v})`);
+    if (typeof v === 'number' && k.endsWith('Ms') && k !== 'retentionMs' && k !== 'horizonMs') {
+      need(v <= 2 ** 31 - 1, `${k} must be at most 24 days (${2 ** 31 - 1} ms): longer timers cannot be set`);
+    }
   }
+  need(o.lockMs <= 3_600_000, `lockMs must be at most 1 hour (got ${o.lockMs} ms): a longer lease only slows failover`);
   need(o.lockMs >= MIN_LOCK_MS, `lockMs must be at least ${MIN_LOCK_MS} ms (got ${o.lockMs})`);
   need(o.stalledIntervalMs >= 100 && o.stalledIntervalMs <= o.lockMs, `stalledIntervalMs must be between 100 ms and lockMs (${o.lockMs} ms)`);
   need(o.tickMs >= 50 && o.tickMs * 2 <= o.lookaheadMs, `tickMs must be ≥ 50 ms and at most half of lookaheadMs (${o.lookaheadMs} ms)`);

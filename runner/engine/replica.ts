@@ -72,7 +72,7 @@ export class Replica {
     }
     const store = new Store(cmd, keys);
     const clock = new RedisClock(cmd, undefined, keys.ns);
-    const first = await firstSync(clock, () => lastRedisError, p.redisUrl);
+    const first = await firstSync(clock, () => lastRedisError, p.redisUrl, log);
     log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
     const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
     queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
@@ -94,6 +94,7 @@ export class Replica {
     planner.mayPlan = (s) => definitions.isCurrent(s);
     planner.beforeTick = () => definitions.refresh();
     executor.isCurrent = (s) => definitions.isCurrent(s);
+    executor.isPublished = (name) => definitions.has(name);
     executor.start();
     await planner.start(p.schedules);
     r.syncClockLoop();
@@ -163,26 +164,28 @@ export class Replica {
   }
 }
 
-/** Time allowed for the first contact with Redis before a replica gives up with a clear error. */
-const FIRST_CONTACT_MS = 15_000;
-
 /**
- * The first clock sample, bounded in time, with the connection's own error in the message (a wrong password
- * otherwise shows only as "max retries", and a Sentinel setup can wait forever).
+ * The first clock sample. Replicas often start before Redis does (docker compose, Kubernetes): keep trying,
+ * with the connection's own error in a warning every attempt (a wrong password otherwise shows only as
+ * "max retries", and a Sentinel setup stays silent), until Redis answers. SIGTERM ends the wait.
  */
-async function firstSync(clock: RedisClock, lastError: () => string, url: string): Promise<ClockSample> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${FIRST_CONTACT_MS / 1000} s`)), FIRST_CONTACT_MS);
-  });
-  try {
-    return await Promise.race([clock.sync(), timeout]);
-  } catch (err) {
-    const cause = lastError();
-    throw new Error(
-      `cannot reach Redis at ${redactRedisUrl(url)}: ${(err as Error).message}${cause && cause !== (err as Error).message ? ` (${cause})` : ''}`,
-    );
-  } finally {
-    clearTimeout(timer);
+async function firstSync(clock: RedisClock, lastError: () => string, url: string, log: Logger): Promise<ClockSample> {
+  for (let attempt = 1; ; attempt++) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5_000);
+    });
+    try {
+      return await Promise.race([clock.sync(), timeout]);
+    } catch (err) {
+      const cause = lastError();
+      log.warn(
+        { redis: redactRedisUrl(url), attempt, err: (err as Error).message, cause: cause || undefined },
+        'cannot reach Redis yet; retrying',
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    await new Promise((r) => setTimeout(r, Math.min(500 * attempt, 5_000)));
   }
 }

@@ -15,7 +15,9 @@ export class Keyspace {
 
   constructor(readonly namespace: string = 'cronflock') {
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(namespace)) {
-      throw new Error(`namespace "${namespace}" must be 1–64 characters of letters, digits, '.', '_' or '-'`);
+      throw Object.assign(new Error(`namespace "${namespace}" must be 1–64 characters of letters, digits, '.', '_' or '-'`), {
+        code: 'NAMESPACE_INVALID',
+      });
     }
     this.ns = `{${namespace}}`;
   }

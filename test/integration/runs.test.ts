@@ -78,4 +78,23 @@ describe('run outcomes', () => {
     for (const x of paused) expect(x).toMatchObject({ state: 'skipped', reason: 'suspended' });
     expect(flock.receiver.of('paused')).toEqual([]);
   });
+
+  it('isolates a module job that crashes (timer throw, process.exit, unhandled rejection): only its attempt fails', async () => {
+    const crash = new URL('../fixtures/jobs/crash.mjs', import.meta.url).pathname;
+    const file = flock.writeSchedules(`schedules:
+  - { name: c-throw, cron: "* * * * * *", job: { kind: module, path: ${crash}, params: { mode: timer-throw } } }
+  - { name: c-exit, cron: "* * * * * *", job: { kind: module, path: ${crash}, params: { mode: exit } } }
+  - { name: c-reject, cron: "* * * * * *", job: { kind: module, path: ${crash}, params: { mode: reject } } }
+  - { name: healthy, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/healthy } }
+`, 'crash.yaml');
+    const r = await flock.startReplica({ name: 'c1', schedules: file });
+    await sleep(4500);
+    expect(r.child.exitCode).toBeNull(); // the replica is alive
+    for (const [name, why] of [['c-throw', /job crashed: async boom/], ['c-exit', /exited with code 3/], ['c-reject', /job crashed: .*unhandled boom/]] as const) {
+      const failed = (await flock.runs(name)).filter((x) => x.state === 'failed');
+      expect(failed.length, name).toBeGreaterThanOrEqual(2);
+      expect(failed[0]!.error, name).toMatch(why);
+    }
+    expect(flock.receiver.of('healthy').length).toBeGreaterThanOrEqual(3);
+  });
 });
