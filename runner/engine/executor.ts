@@ -189,14 +189,6 @@ export class Executor {
     }
     const kind = findJobKind(sched.job.kind);
     if (!kind) throw new Error(`unknown job kind ${sched.job.kind}`); // refused at load; unreachable
-    const origin = d.origin ?? 'schedule';
-    if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
-      // Planned under an earlier definition whose cron is gone: the current one does not have this due time.
-      const reason = 'schedule changed: not a due time of the current definition';
-      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
-      this.emit({ ...base, state: 'skipped', error: reason });
-      return;
-    }
     if (!this.isCurrent(sched)) {
       if (this.clock.now() > d.fireMs + o.horizonMs) {
         const reason = 'no replica ran the current definition within the horizon';
@@ -208,6 +200,15 @@ export class Executor {
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
       await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
       throw new DelayedError();
+    }
+    const origin = d.origin ?? 'schedule';
+    if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
+      // Planned under an earlier definition whose cron is gone: the current one (ours, checked above) does not
+      // have this due time.
+      const reason = 'schedule changed: not a due time of the current definition';
+      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
+      this.emit({ ...base, state: 'skipped', error: reason });
+      return;
     }
 
     // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back.

@@ -81,7 +81,10 @@ export class Planner {
     this.current = new Map(schedules.map((s) => [s.name, s]));
     for (const s of schedules) {
       const wm = wms.get(s.name);
-      const from = wm === undefined ? now : Math.max(wm, now - this.opts.horizonMs);
+      // Resume after the watermark, but never later than now: occurrences between now and a watermark in the
+      // future are offered again (a no-op for those that exist), so a definition that changed while this
+      // replica was away (a rollout, a new cron) gets its own due times planned without a gap.
+      const from = wm === undefined ? now : Math.min(now, Math.max(wm, now - this.opts.horizonMs));
       this.cursors.set(s.name, from);
       const next = s.due.next(from);
       if (next !== null) this.heap.push(next, s);
@@ -178,23 +181,7 @@ export class Planner {
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
     try {
-      for (let i = 0; i < items.length; i += PLAN_CHUNK) {
-        const chunk = items.slice(i, i + PLAN_CHUNK);
-        const { toEnqueue, finals } = await this.store.plan(chunk, {
-          horizonMs: this.opts.horizonMs,
-          retentionMs: this.opts.retentionMs,
-          replica: this.opts.replica,
-        });
-        this.counters.finals += finals.length;
-        if (finals.length > 0 && this.onFinal) {
-          const byKey = new Map(chunk.map((c) => [c.key, c]));
-          for (const k of finals) this.onFinal(byKey.get(k)!);
-        }
-        if (toEnqueue.length > 0) {
-          const byKey = new Map(chunk.map((c) => [c.key, c]));
-          await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
-        }
-      }
+      await this.record(items);
     } catch (err) {
       // Nothing advances: the same occurrences are offered again next tick (plan is idempotent).
       for (const { s, next } of popped) this.heap.push(next, s);
@@ -224,7 +211,16 @@ export class Planner {
    */
   private async replanRecent(now: number): Promise<void> {
     this.recent = this.recent.filter((b) => b.atMs >= now - 2 * this.opts.sweepAfterMs);
-    const items = this.recent.flatMap((b) => b.items);
+    const created = await this.record(this.recent.flatMap((b) => b.items));
+    if (created > 0) this.log.warn({ count: created }, 're-planned occurrences whose records Redis had lost');
+  }
+
+  /**
+   * Offers occurrences to the plan script in chunks, enqueues those it newly recorded as scheduled, and reports
+   * those it newly recorded missed or skipped. @returns how many records were created.
+   */
+  private async record(items: readonly PlannedOccurrence[]): Promise<number> {
+    let created = 0;
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
       const chunk = items.slice(i, i + PLAN_CHUNK);
       const { toEnqueue, finals } = await this.store.plan(chunk, {
@@ -233,10 +229,13 @@ export class Planner {
         replica: this.opts.replica,
       });
       if (toEnqueue.length + finals.length === 0) continue;
-      this.log.warn({ count: toEnqueue.length + finals.length }, 're-planned occurrences whose records Redis had lost');
+      created += toEnqueue.length + finals.length;
       const byKey = new Map(chunk.map((c) => [c.key, c]));
-      await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
+      this.counters.finals += finals.length;
+      for (const k of finals) this.onFinal?.(byKey.get(k)!);
+      if (toEnqueue.length > 0) await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
     }
+    return created;
   }
 
   /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */

@@ -85,9 +85,12 @@ describe('reload', () => {
     await sleep(3000);
     await flock.startReplica({ name: 'new', schedules: neu });
     const switchedAt = Date.now() + 1500;
-    await sleep(8000);
+    await sleep(10_000);
     const after = flock.receiver.of('x').filter((d) => Date.parse(d.body.fireAt) > switchedAt);
     expect(after.length).toBeGreaterThanOrEqual(2);
+    // No gap: every due time of the new cron from the switch on ran.
+    const dues = new Set(after.map((d) => Date.parse(d.body.dueAt)));
+    for (let t = Math.ceil((switchedAt + 500) / 3000) * 3000; t < Date.now() - 1500; t += 3000) expect(dues.has(t), `due ${t}`).toBe(true);
     for (const d of after) {
       expect(d.path).toBe('/v2');
       expect(d.body.replica).toBe('new');
