@@ -1,0 +1,27 @@
+/**
+ * The Go tools of the deploy tests (kustomize, compose-go's loader), built from the Go module proxy by
+ * test/deploy/build-tools.sh and cached outside the repository by version. Building is a no-op when cached; CI
+ * builds them in .ci/run before the tests.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const KUSTOMIZE_VERSION = process.env.CRONFLOCK_KUSTOMIZE_VERSION ?? 'v5.8.1';
+export const COMPOSE_GO_VERSION = process.env.CRONFLOCK_COMPOSE_GO_VERSION ?? 'v2.16.2';
+const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'build-tools.sh');
+
+/** Paths of the two tools, building them first if they are not cached. */
+export function deployTools(): { kustomize: string; composeConfig: string } {
+  const cache = process.env.CRONFLOCK_CACHE ?? path.join(process.env.HOME ?? '/root', '.cache/cronflock');
+  const dir = path.join(cache, 'deploy-tools');
+  const tools = {
+    kustomize: path.join(dir, `kustomize-${KUSTOMIZE_VERSION}`),
+    composeConfig: path.join(dir, `compose-config-${COMPOSE_GO_VERSION}`),
+  };
+  if (!existsSync(tools.kustomize) || !existsSync(tools.composeConfig)) {
+    execFileSync('bash', [SCRIPT], { stdio: ['ignore', 'inherit', 'inherit'], timeout: 1_200_000 });
+  }
+  return tools;
+}
