@@ -21,6 +21,7 @@ import { listRuns, type RunRecord } from '../records/runs.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
 import { addControlCommands } from './control-commands.js';
+import { addRbacCommand } from './rbac-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
@@ -274,6 +275,7 @@ program
 for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start') addRedisTlsOptions(c);
 
 addControlCommands(program);
+addRbacCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
