@@ -23,7 +23,10 @@ export const ROOT: string = (() => {
 export const BIN = join(ROOT, 'bin/cronflock.js');
 /** The compiled benchmark folder: child processes (peers, receiver) run from there, as the replicas do. */
 export const DIST_BENCH = join(ROOT, 'dist/bench');
-/** A job that does nothing: the benchmarks measure the engine, not the work. */
+/**
+ * A job that does nothing: the benchmarks measure the engine, not the work. Schedules use it with
+ * `isolation: none` (in the replica process, like BullMQ's processor), not a worker thread per run.
+ */
 export const NOOP_JOB = join(ROOT, 'bench/noop.mjs');
 
 /** Command-line flags: `--name value`; `--name` alone is "true". */

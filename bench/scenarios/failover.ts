@@ -30,7 +30,7 @@ interface Setting {
 /** One cronflock trial in namespace `ns`: 3 replicas, a 60 s run every second; kill the claimant of one. */
 async function cronflockTrial(redis: BenchRedis, probe: Redis, ns: string, lockArgs: string[], dir: string): Promise<number> {
   const file = join(dir, `${ns}.yaml`);
-  writeFileSync(file, `schedules:\n  - {name: hold, cron: "* * * * * *", job: {kind: module, path: ${HOLD_JOB}, params: {ms: 60000}}}\n`);
+  writeFileSync(file, `schedules:\n  - {name: hold, cron: "* * * * * *", job: {kind: module, path: ${HOLD_JOB}, isolation: none, params: {ms: 60000}}}\n`);
   const keys = new Keyspace(ns);
   const procs: ReplicaProc[] = [];
   try {

@@ -31,9 +31,9 @@ async function idleOnce(redis: BenchRedis, probe: Redis, o: { registered: number
   const file = join(dir, 'idle.yaml');
   const hour = (new Date().getUTCHours() + 12) % 24;
   const parts: string[] = ['schedules:\n'];
-  for (let i = 0; i < o.due; i++) parts.push(`  - {name: due-${i}, cron: "* * * * * *", jitter: 999ms, job: {kind: module, path: ${NOOP_JOB}}}\n`);
+  for (let i = 0; i < o.due; i++) parts.push(`  - {name: due-${i}, cron: "* * * * * *", jitter: 999ms, job: {kind: module, path: ${NOOP_JOB}, isolation: none}}\n`);
   for (let i = 0; i < o.registered; i++) {
-    parts.push(`  - {name: reg-${i}, cron: "${i % 60} ${Math.floor(i / 60) % 60} ${hour} * * *", job: {kind: module, path: ${NOOP_JOB}}}\n`);
+    parts.push(`  - {name: reg-${i}, cron: "${i % 60} ${Math.floor(i / 60) % 60} ${hour} * * *", job: {kind: module, path: ${NOOP_JOB}, isolation: none}}\n`);
   }
   writeFileSync(file, parts.join(''));
   const procs: ReplicaProc[] = [];
@@ -57,6 +57,11 @@ async function idleOnce(redis: BenchRedis, probe: Redis, o: { registered: number
     const c1 = await redisCounters(probe);
     const wMs = Date.now() - w0;
     watch.stop();
+    const dead = procs.filter((p) => !p.alive);
+    if (dead.length > 0) {
+      const e = await dead[0]!.exited;
+      throw new Error(`replica ${dead[0]!.name} exited (${e.code ?? e.signal}) while idle: ${(dead[0]!.stderrTail || dead[0]!.stdoutTail).slice(-600)}`);
+    }
     const d = counterDelta(c0, c1);
     res.redisCpuPct = (d.cpuMs / wMs) * 100;
     res.redisCallsPerS = d.calls / (wMs / 1000);
