@@ -158,7 +158,7 @@ describe('cleanup: actions', () => {
     const before = await listAll<KubeObject>(admin, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns });
     const dry = await runCleanupJob({ resources: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaces: [ns], nameRegex: '^[xy]$' }], action: 'delete', dryRun: true });
     expect(dry).toMatchObject({ dryRun: true, matched: 2, acted: 2 });
-    expect(dry.objects.map((o) => [o.name, o.result])).toEqual([
+    expect(dry.objects.map((o) => [o.name, o.result]).sort()).toEqual([
       ['x', 'would delete'],
       ['y', 'would delete'],
     ]);
