@@ -113,8 +113,20 @@ describe('k8s/deploy', () => {
         }
       });
 
-      it('grants least privilege: no wildcard in the ClusterRole, bound to its own ServiceAccount', () => {
+      it('grants least privilege: the rules `cronflock rbac` prints for its schedules, no wildcard, bound to its own ServiceAccount', () => {
         const role = find(objs(), 'ClusterRole');
+        // What `cronflock rbac` says the ConfigMap's schedules need (nothing, for schedules without cleanup jobs).
+        const cm = find(objs(), 'ConfigMap');
+        const dir = mkdtempSync(path.join(tmpdir(), 'cronflock-rbac-'));
+        try {
+          for (const [file, text] of Object.entries(cm.data as Record<string, string>)) writeFileSync(path.join(dir, file), text);
+          const r = spawnSync(process.execPath, [BIN, 'rbac', dir], { encoding: 'utf8' });
+          expect(r.status, r.stderr).toBe(0);
+          const generated = parseAllDocuments(r.stdout).map((d) => d.toJS() as Any).filter((d) => d?.kind === 'ClusterRole');
+          expect(role.rules ?? []).toEqual(generated[0]?.rules ?? []);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
         for (const rule of role.rules ?? []) {
           for (const k of ['apiGroups', 'resources', 'verbs', 'resourceNames', 'nonResourceURLs']) expect(rule[k] ?? [], k).not.toContain('*');
         }
