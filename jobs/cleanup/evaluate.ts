@@ -30,6 +30,10 @@ export function expandSelector(s: CleanupSelector): ExpandedSelector {
       return { ...s, apiVersion: 'batch/v1', kind: 'Job', from: 'finished' };
     case 'finished-pods':
       return { ...s, apiVersion: 'v1', kind: 'Pod', from: 'finished', phases: ['Succeeded', 'Failed'] };
+    case 'unused-configmaps':
+      return { ...s, apiVersion: 'v1', kind: 'ConfigMap' };
+    case 'unused-secrets':
+      return { ...s, apiVersion: 'v1', kind: 'Secret' };
     default:
       return { ...s, apiVersion: s.apiVersion!, kind: s.kind! };
   }
@@ -37,7 +41,7 @@ export function expandSelector(s: CleanupSelector): ExpandedSelector {
 
 /** True when the selector must read more than metadata (status for finish times, spec for scale). */
 export function needsFullObjects(s: ExpandedSelector, action: string): boolean {
-  return s.from === 'finished' || s.phases !== undefined || action === 'scale';
+  return s.from === 'finished' || s.phases !== undefined || action === 'scale' || s.preset === 'unused-secrets';
 }
 
 interface Condition {
@@ -160,11 +164,16 @@ export function protectedSet(extra: readonly string[], allowed: readonly string[
  * `skip` with the reason when it is selected but a safety rule keeps it; `error` when it cannot be judged
  * (a TTL annotation that does not parse); `match` otherwise.
  */
-export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Safety, nameRe?: RegExp): Verdict {
+export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Safety, nameRe?: RegExp, usage?: Usage): Verdict {
   const meta = o.metadata ?? {};
   const name = meta.name ?? '';
   const ns = meta.namespace;
   if (nameRe && !nameRe.test(name)) return { verdict: 'ignore' };
+  if (s.preset === 'unused-configmaps' && (name === 'kube-root-ca.crt' || usage?.configMaps.has(`${ns}/${name}`))) return { verdict: 'ignore' };
+  if (s.preset === 'unused-secrets') {
+    const type = (o as { type?: string }).type ?? '';
+    if (NEVER_UNUSED_SECRET_TYPES.includes(type) || usage?.secrets.has(`${ns}/${name}`)) return { verdict: 'ignore' };
+  }
   if (ns !== undefined && s.excludeNamespaces.includes(ns)) return { verdict: 'ignore' };
   if (s.phases && !s.phases.includes(String(o.status?.phase ?? ''))) return { verdict: 'ignore' };
   if (s.olderThan !== undefined) {
@@ -188,4 +197,58 @@ export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Saf
     if (!allowed) return { verdict: 'skip', reason: cronJob ? 'owned by a CronJob' : `controlled by ${controller.kind}` };
   }
   return { verdict: 'match' };
+}
+
+/** Secret types that are never "unused": Helm release records and service-account tokens. */
+export const NEVER_UNUSED_SECRET_TYPES = ['helm.sh/release.v1', 'kubernetes.io/service-account-token'];
+
+/** Kinds whose specs can reference ConfigMaps and Secrets (pod templates, Pods, ServiceAccounts). */
+export const USAGE_KINDS = [
+  { apiVersion: 'v1', kind: 'Pod' },
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+  { apiVersion: 'apps/v1', kind: 'DaemonSet' },
+  { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
+  { apiVersion: 'batch/v1', kind: 'Job' },
+  { apiVersion: 'batch/v1', kind: 'CronJob' },
+  { apiVersion: 'v1', kind: 'ServiceAccount' },
+] as const;
+
+/** ConfigMaps and Secrets referenced somewhere, as `namespace/name`. */
+export interface Usage {
+  configMaps: Set<string>;
+  secrets: Set<string>;
+}
+
+const CM_KEYS = new Set(['configMap', 'configMapRef', 'configMapKeyRef']);
+const SECRET_KEYS = new Set(['secret', 'secretRef', 'secretKeyRef', 'nodePublishSecretRef', 'nodeStageSecretRef', 'controllerPublishSecretRef', 'controllerExpandSecretRef', 'nodeExpandSecretRef']);
+
+/**
+ * Adds what `o` references to `usage`: anywhere in its spec (so pod templates of Deployments, StatefulSets,
+ * DaemonSets, ReplicaSets, Jobs and CronJobs, and Pods: volumes, projected sources, env, envFrom,
+ * imagePullSecrets, CSI secret refs), and a ServiceAccount's `secrets` and `imagePullSecrets`.
+ */
+export function addUsage(o: Listed & { secrets?: { name?: string }[]; imagePullSecrets?: { name?: string }[] }, usage: Usage): void {
+  const ns = o.metadata?.namespace ?? '';
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x);
+      return;
+    }
+    if (typeof v !== 'object' || v === null) return;
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      if (typeof x === 'object' && x !== null && !Array.isArray(x)) {
+        const ref = x as { name?: unknown; secretName?: unknown };
+        if (CM_KEYS.has(k) && typeof ref.name === 'string') usage.configMaps.add(`${ns}/${ref.name}`);
+        if (SECRET_KEYS.has(k)) {
+          const n = typeof ref.secretName === 'string' ? ref.secretName : ref.name;
+          if (typeof n === 'string') usage.secrets.add(`${ns}/${n}`);
+        }
+      }
+      if (k === 'imagePullSecrets' && Array.isArray(x)) for (const s of x as { name?: unknown }[]) if (typeof s?.name === 'string') usage.secrets.add(`${ns}/${s.name}`);
+      walk(x);
+    }
+  };
+  walk(o.spec);
+  for (const s of [...(o.secrets ?? []), ...(o.imagePullSecrets ?? [])]) if (s.name) usage.secrets.add(`${ns}/${s.name}`);
 }

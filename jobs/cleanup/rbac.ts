@@ -8,7 +8,7 @@
  * is right for the built-in kinds cleanup is used on and for most CRDs.
  */
 import { splitApiVersion } from '../../k8s/index.js';
-import { expandSelector } from './evaluate.js';
+import { expandSelector, USAGE_KINDS } from './evaluate.js';
 import type { CleanupParams } from './schema.js';
 
 /** One RBAC rule. */
@@ -55,9 +55,16 @@ export async function rbacNeeds(
       const r = resolve ? await resolve(s.apiVersion, s.kind) : { resource: guessResource(s.kind), namespaced: true };
       const writes: [string, string[]][] =
         p.action === 'delete' ? [[r.resource, ['delete']]] : p.action === 'patch' ? [[r.resource, ['patch']]] : p.action === 'scale' ? [[`${r.resource}/scale`, ['patch']]] : [];
+      const usage =
+        s.preset === 'unused-configmaps' || s.preset === 'unused-secrets'
+          ? await Promise.all(
+              USAGE_KINDS.map(async (k) => ({ group: splitApiVersion(k.apiVersion).group, resource: resolve ? (await resolve(k.apiVersion, k.kind)).resource : guessResource(k.kind) })),
+            )
+          : [];
       const grant = (rules: RbacRule[]): void => {
         addRule(rules, group, r.resource, ['list']);
         for (const [res, verbs] of writes) addRule(rules, group, res, verbs);
+        for (const u of usage) addRule(rules, u.group, u.resource, ['list']);
       };
       if (!r.namespaced || !s.namespaces) {
         if (r.namespaced && s.namespaceSelector) addRule(needs.cluster, '', 'namespaces', ['list']);

@@ -16,7 +16,7 @@ import {
   type ResourceInfo,
 } from '../../k8s/index.js';
 import type { JobContext } from '../types.js';
-import { expandSelector, judge, needsFullObjects, protectedSet, type ExpandedSelector, type Listed } from './evaluate.js';
+import { addUsage, expandSelector, judge, needsFullObjects, protectedSet, USAGE_KINDS, type ExpandedSelector, type Listed, type Usage } from './evaluate.js';
 import { Report, type CleanupReport } from './report.js';
 import type { CleanupParams } from './schema.js';
 
@@ -134,9 +134,11 @@ export async function preflight(client: KubeClient, p: CompiledCleanup, targets:
       t.namespaces = await selectNamespaces(client, t.sel.namespaceSelector, t.sel.excludeNamespaces, signal);
     }
     const where: (string | undefined)[] = t.info.namespaced ? (t.namespaces ?? [undefined]) : [undefined];
+    const usageInfos = isUnused(t.sel) ? await Promise.all(USAGE_KINDS.map((k) => resolveFor(client, k, 'list', signal))) : [];
     for (const ns of where) {
       await ask('list', t.info, ns);
       if (write) await ask(write.verb, t.info, ns, write.subresource);
+      for (const u of usageInfos) await ask('list', u, ns);
     }
   }
   return missing;
@@ -158,6 +160,7 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
   const now = Date.now();
   for (const t of targets) {
     const namespaces = t.info.namespaced ? t.namespaces : undefined;
+    const usage = isUnused(t.sel) ? await collectUsage(client, namespaces, p.pageSize, signal) : undefined;
     for (const ns of namespaces ?? ['']) {
       let passStart = { candidates: candidates.length, mark: report.mark() };
       for await (const page of listPages<Listed>(client, {
@@ -178,7 +181,7 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
         if (page.index === 0) passStart = { candidates: candidates.length, mark: report.mark() };
         for (const o of page.items) {
           report.scanned++;
-          const v = judge(o, t.sel, now, safety, t.nameRe);
+          const v = judge(o, t.sel, now, safety, t.nameRe, usage);
           if (v.verdict === 'ignore') continue;
           const meta = o.metadata ?? {};
           const line = { kind: t.info.kind, ...(meta.namespace ? { namespace: meta.namespace } : {}), name: meta.name ?? '', uid: meta.uid ?? '' };
@@ -238,6 +241,23 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
   const result = report.result();
   ctx.log.info({ scanned: result.scanned, matched: result.matched, acted: result.acted, skipped: result.skipped, errored: result.errored }, 'cleanup finished');
   return result;
+}
+
+function isUnused(s: ExpandedSelector): boolean {
+  return s.preset === 'unused-configmaps' || s.preset === 'unused-secrets';
+}
+
+/** What the Pods, workload pod templates and ServiceAccounts of `namespaces` (undefined = all) reference. */
+async function collectUsage(client: KubeClient, namespaces: string[] | undefined, pageSize: number, signal: AbortSignal): Promise<Usage> {
+  const usage: Usage = { configMaps: new Set(), secrets: new Set() };
+  for (const k of USAGE_KINDS) {
+    for (const ns of namespaces ?? ['']) {
+      for await (const page of listPages<Listed>(client, { ...k, namespace: ns, limit: pageSize, signal })) {
+        for (const o of page.items) addUsage(o, usage);
+      }
+    }
+  }
+  return usage;
 }
 
 function alreadyPatched(meta: Listed['metadata'] & object, p: CompiledCleanup): boolean {

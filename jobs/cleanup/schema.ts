@@ -15,7 +15,7 @@ export const PROTECT_KEY = 'cronflock.io/protect';
 export const TTL_ANNOTATIONS = ['cronflock.io/ttl', 'janitor/ttl', 'janitor/expires', 'cleanup.kyverno.io/ttl'] as const;
 
 /** Built-in selections (see presets.ts). */
-export const PRESETS = ['finished-jobs', 'finished-pods'] as const;
+export const PRESETS = ['finished-jobs', 'finished-pods', 'unused-configmaps', 'unused-secrets'] as const;
 
 const validRegex = z.string().refine(
   (s) => {
@@ -31,7 +31,7 @@ const validRegex = z.string().refine(
 
 const selectorSchema = z
   .strictObject({
-    preset: z.enum(PRESETS).optional().describe('a built-in selection: finished-jobs, finished-pods (apiVersion/kind implied)'),
+    preset: z.enum(PRESETS).optional().describe('a built-in selection: finished-jobs, finished-pods, unused-configmaps, unused-secrets (apiVersion/kind implied)'),
     apiVersion: z.string().min(1).optional().describe('e.g. v1, batch/v1, example.com/v1 (required without preset)'),
     kind: z.string().min(1).optional().describe('e.g. Job, Pod, ConfigMap, or a CRD kind (required without preset)'),
     namespaces: z.array(z.string().min(1)).optional().describe('only these namespaces (default: all)'),
@@ -57,7 +57,7 @@ const selectorSchema = z
     if (s.namespaces && s.namespaceSelector) {
       ctx.addIssue({ code: 'custom', message: 'use namespaces or namespaceSelector, not both', path: ['namespaceSelector'] });
     }
-    if (s.olderThan === undefined && !s.ttl && s.preset) {
+    if (s.olderThan === undefined && !s.ttl && (s.preset === 'finished-jobs' || s.preset === 'finished-pods')) {
       ctx.addIssue({ code: 'custom', message: `preset ${s.preset} needs olderThan`, path: ['olderThan'] });
     }
   });
