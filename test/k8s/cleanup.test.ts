@@ -4,7 +4,7 @@
  * Each test calls the registered kind's `run()` with a JobContext, as the engine does.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CleanupError } from '../../jobs/cleanup/index.js';
+import { CleanupError, type CleanupReport } from '../../jobs/cleanup/index.js';
 import {
   createObject,
   deleteObject,
@@ -183,8 +183,14 @@ describe('cleanup: actions', () => {
     await deleteObject(admin, cmRef(ns, 'cm-11'));
     const fresh = await createObject(admin, configMap(ns, 'cm-11', { gen: 'new' }));
     await patchObject(admin, cmRef(ns, 'cm-10'), { data: { gen: 'changed' } });
-    const report = (await running) as { acted: number; skipped: Record<string, number> };
-    expect(report).toMatchObject({ acted: 10, skipped: { 'changed since scan': 2 } });
+    await deleteObject(admin, cmRef(ns, 'cm-09')); // deleted by someone else (or a stalled earlier attempt): done
+    const report = (await running) as CleanupReport;
+    expect(report).toMatchObject({ acted: 10, errored: 0, skipped: { 'changed since scan': 2 } });
+    expect(report.objects.filter((o) => o.name >= 'cm-09').map((o) => [o.name, o.result, o.reason])).toEqual([
+      ['cm-09', 'gone', undefined],
+      ['cm-10', 'skipped', 'changed since scan'],
+      ['cm-11', 'skipped', 'changed since scan'],
+    ]);
     const left = await listAll<KubeObject>(admin, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, labelSelector: '' });
     const kept = left.items.filter((o) => o.metadata?.name?.startsWith('cm-'));
     expect(kept.map((o) => [o.metadata?.name, o.data])).toEqual([
@@ -289,5 +295,27 @@ describe('cleanup: preflight', () => {
     // with the grant, the run works
     const ok = await runCleanupJob({ resources: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaces: [ns], nameRegex: '^c1$' }], action: 'delete' }, 'restricted');
     expect(ok).toMatchObject({ acted: 1 });
+  });
+});
+
+describe('cleanup: the run signal', () => {
+  it('stops at once when the signal fires (claim lost, timeout, hand-over) and rejects with its reason', async () => {
+    const ns = await testNamespace(admin, 'cl-abort');
+    await createAll(admin, Array.from({ length: 10 }, (_, i) => configMap(ns, `cm-${i}`)));
+    const ctx = jobContext();
+    const params = cleanupParams({ resources: [{ apiVersion: 'v1', kind: 'ConfigMap', namespaces: [ns], nameRegex: '^cm-' }], action: 'delete', concurrency: 1 });
+    const running = (await import('../../jobs/registry.js')).findJobKind('cleanup')!.run(ctx, { ...params, qps: 2 });
+    for (;;) {
+      if ((await names('ConfigMap', ns)).length < 10) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const t0 = Date.now();
+    ctx.abort.abort(new Error('claim lost'));
+    await expect(running).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(1000);
+    const left = (await names('ConfigMap', ns)).length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await names('ConfigMap', ns)).length).toBe(left); // nothing more is deleted after the abort
+    expect(left).toBeGreaterThanOrEqual(7);
   });
 });
