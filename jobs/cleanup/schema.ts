@@ -86,6 +86,25 @@ export const cleanupJobSchema = z
     concurrency: z.number().int().min(1).max(50).default(5).describe('writes in flight at once (default 5)'),
     pageSize: z.number().int().min(1).max(5000).default(500).describe('objects per list request (default 500)'),
     qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+    notify: z
+      .strictObject({
+        on: z.enum(['always', 'changes', 'failure']).default('always').describe('when: after every run (default), only when something was acted on or failed, or only on failure'),
+        webhook: z
+          .strictObject({
+            url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('receives a JSON summary (POST)'),
+            secretEnv: z.string().min(1).optional().describe('environment variable holding the HMAC-SHA256 key (header x-cronflock-signature: sha256=<hex>)'),
+            retries: z.number().int().min(0).max(10).default(3).describe('retries on network errors, 429 and 5xx (default 3)'),
+          })
+          .optional(),
+        slack: z
+          .strictObject({
+            webhookUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('Slack incoming-webhook URL'),
+            retries: z.number().int().min(0).max(10).default(3),
+          })
+          .optional(),
+      })
+      .optional()
+      .describe('notifications after each run: summaries only, never object lists or Secret data'),
     reportObjects: z.number().int().min(0).max(1000).default(20).describe('objects listed in the stored report at most (counts are always complete)'),
   })
   .superRefine((p, ctx) => {
