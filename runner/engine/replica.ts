@@ -72,7 +72,7 @@ export class Replica {
     }
     const store = new Store(cmd, keys);
     const clock = new RedisClock(cmd, undefined, keys.ns);
-    const first = await firstSync(clock, () => lastRedisError, p.redisUrl, log);
+    const first = await firstSync(clock, () => lastRedisError, p.redisUrl, log, cmd);
     log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
     const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
     queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
@@ -169,7 +169,19 @@ export class Replica {
  * with the connection's own error in a warning every attempt (a wrong password otherwise shows only as
  * "max retries", and a Sentinel setup stays silent), until Redis answers. SIGTERM ends the wait.
  */
-async function firstSync(clock: RedisClock, lastError: () => string, url: string, log: Logger): Promise<ClockSample> {
+async function firstSync(clock: RedisClock, lastError: () => string, url: string, log: Logger, conn: RedisClient): Promise<ClockSample> {
+  // Commands fail at once while disconnected (no offline queue): give the first connection a moment.
+  if (conn.status !== 'ready') {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, 3_000);
+      function done(): void {
+        clearTimeout(t);
+        conn.off('ready', done);
+        resolve();
+      }
+      conn.once('ready', done);
+    });
+  }
   for (let attempt = 1; ; attempt++) {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {

@@ -124,7 +124,9 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     db: e.db,
     connectionName: name,
     retryStrategy: retry,
-    enableOfflineQueue: true,
+    // Replica commands fail at once while Redis is away instead of waiting to be sent on reconnect: a plan
+    // decided before an outage must not be applied after it (the next tick decides again, with catch-up).
+    enableOfflineQueue: role !== 'commands',
     ...(tls ? { tls } : {}),
   };
   if (e.mode === 'sentinel') {

@@ -99,7 +99,7 @@ describe('the cronflock command', () => {
   });
 
   it('runs the demo flock the README starts with `npm start`', () => {
-    const r = spawnSync('npm', ['start', '--', '--seconds', '9'], { cwd: ROOT, encoding: 'utf8', timeout: 90_000 });
+    const r = spawnSync('npm', ['start', '--', '--seconds', '12'], { cwd: ROOT, encoding: 'utf8', timeout: 90_000 });
     expect(r.status, r.stderr).toBe(0);
     const started = r.stdout.split('\n').filter((l) => / due \d\d:\d\d:\d\d\.\d{3} {2}fire \d\d:\d\d:\d\d\.\d{3} {2}start /.test(l));
     expect(started.length).toBeGreaterThanOrEqual(3);
