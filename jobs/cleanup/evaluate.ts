@@ -4,6 +4,7 @@
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { parseDurationMs } from '../../runner/time/duration.js';
+import type { CompiledFilter } from './filter.js';
 import { PROTECT_KEY, PROTECTED_NAMESPACES, type CleanupSelector } from './schema.js';
 
 /** An object as listed (full or metadata-only). */
@@ -41,7 +42,7 @@ export function expandSelector(s: CleanupSelector): ExpandedSelector {
 
 /** True when the selector must read more than metadata (status for finish times, spec for scale). */
 export function needsFullObjects(s: ExpandedSelector, action: string): boolean {
-  return s.from === 'finished' || s.phases !== undefined || action === 'scale' || s.preset === 'unused-secrets';
+  return s.from === 'finished' || s.phases !== undefined || action === 'scale' || s.preset === 'unused-secrets' || s.filter !== undefined;
 }
 
 interface Condition {
@@ -164,7 +165,7 @@ export function protectedSet(extra: readonly string[], allowed: readonly string[
  * `skip` with the reason when it is selected but a safety rule keeps it; `error` when it cannot be judged
  * (a TTL annotation that does not parse); `match` otherwise.
  */
-export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Safety, nameRe?: RegExp, usage?: Usage): Verdict {
+export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Safety, nameRe?: RegExp, usage?: Usage, filter?: CompiledFilter): Verdict {
   const meta = o.metadata ?? {};
   const name = meta.name ?? '';
   const ns = meta.namespace;
@@ -184,6 +185,11 @@ export function judge(o: Listed, s: ExpandedSelector, nowMs: number, safety: Saf
     const exp = ttlExpiry(meta);
     if (typeof exp === 'string') return { verdict: 'error', reason: exp };
     if (exp === null || exp > nowMs) return { verdict: 'ignore' };
+  }
+  if (filter) {
+    const keep = filter(o, nowMs);
+    if (typeof keep === 'string') return { verdict: 'error', reason: keep };
+    if (!keep) return { verdict: 'ignore' };
   }
   // Safety, in order of strength: nothing overrides the protect mark or a protected namespace.
   if (meta.labels?.[PROTECT_KEY] === 'true' || meta.annotations?.[PROTECT_KEY] === 'true') return { verdict: 'skip', reason: 'protected' };

@@ -17,6 +17,7 @@ import {
 } from '../../k8s/index.js';
 import type { JobContext } from '../types.js';
 import { addUsage, expandSelector, judge, needsFullObjects, protectedSet, USAGE_KINDS, type ExpandedSelector, type Listed, type Usage } from './evaluate.js';
+import { compileFilter, type CompiledFilter } from './filter.js';
 import { Report, type CleanupReport } from './report.js';
 import type { CleanupParams } from './schema.js';
 
@@ -40,6 +41,7 @@ interface Target {
   sel: ExpandedSelector;
   info: ResourceInfo;
   nameRe?: RegExp;
+  filter?: CompiledFilter;
   /** Namespaces to list one by one; undefined = all namespaces at once (or a cluster-scoped kind). */
   namespaces?: string[];
 }
@@ -85,7 +87,12 @@ async function resolveTargets(client: KubeClient, p: CompiledCleanup, signal: Ab
     if (p.action === 'scale' && !info.subresources.includes('scale')) {
       throw new CleanupError('INVALID', `${sel.kind} (${sel.apiVersion}) has no scale subresource: it cannot be scaled`);
     }
-    const t: Target = { sel, info, ...(sel.nameRegex ? { nameRe: new RegExp(sel.nameRegex, 'u') } : {}) };
+    const t: Target = {
+      sel,
+      info,
+      ...(sel.nameRegex ? { nameRe: new RegExp(sel.nameRegex, 'u') } : {}),
+      ...(sel.filter ? { filter: compileFilter(sel.filter) } : {}),
+    };
     if (info.namespaced && sel.namespaces) t.namespaces = sel.namespaces.filter((n) => !sel.excludeNamespaces.includes(n));
     out.push(t);
   }
@@ -181,7 +188,7 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
         if (page.index === 0) passStart = { candidates: candidates.length, mark: report.mark() };
         for (const o of page.items) {
           report.scanned++;
-          const v = judge(o, t.sel, now, safety, t.nameRe, usage);
+          const v = judge(o, t.sel, now, safety, t.nameRe, usage, t.filter);
           if (v.verdict === 'ignore') continue;
           const meta = o.metadata ?? {};
           const line = { kind: t.info.kind, ...(meta.namespace ? { namespace: meta.namespace } : {}), name: meta.name ?? '', uid: meta.uid ?? '' };

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { durationMs } from '../../runner/config/zod-duration.js';
+import { compileFilter } from './filter.js';
 
 /** Namespaces no rule touches unless `allowProtectedNamespaces` names them. */
 export const PROTECTED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
@@ -40,6 +41,18 @@ const selectorSchema = z
     labelSelector: z.string().min(1).optional().describe('label selector of the objects, e.g. app=batch'),
     fieldSelector: z.string().min(1).optional().describe('field selector of the objects (fields the kind supports)'),
     nameRegex: validRegex.optional().describe('object names must match this regular expression'),
+    filter: z
+      .string()
+      .min(1)
+      .superRefine((e, ctx) => {
+        try {
+          compileFilter(e);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: `is not a valid CEL expression: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` });
+        }
+      })
+      .optional()
+      .describe('CEL expression over `object` (and `now`); only objects for which it is true are selected, e.g. object.status.phase == "Failed"'),
     olderThan: durationMs.optional().describe('minimum age, e.g. 1h, 7d'),
     from: z.enum(['created', 'finished']).default('created').describe('age from creationTimestamp or from when the object finished'),
     ttl: z.boolean().default(false).describe('select objects past their TTL annotation (cronflock.io/ttl, janitor/ttl, janitor/expires, cleanup.kyverno.io/ttl)'),
