@@ -1,7 +1,7 @@
 /**
  * The minimal RBAC for cleanup jobs: which verbs on which resources in which namespaces they need (the same
- * set the preflight asks about), printed as a ClusterRole when any selector spans all namespaces or selects
- * namespaces by label, else as one Role per namespace.
+ * set the preflight asks about), printed as a ClusterRole for selectors that span all namespaces, select
+ * namespaces by label or name cluster-scoped kinds, and a Role per namespace for selectors that list theirs.
  *
  * Resource names come from discovery when a cluster is at hand (`resolve`); without one, from the kind by
  * Kubernetes' pluralisation rule (lower case; `y` → `ies`; `s`, `x`, `z`, `ch`, `sh` → `es`; else `s`), which
@@ -93,16 +93,17 @@ function yamlRules(rules: RbacRule[]): string {
 }
 
 /**
- * The manifests for `needs` as YAML: a ClusterRole `name` when anything is cluster-wide (namespaced rules are
- * folded into it), else a Role `name` in each namespace.
+ * The manifests for `needs` as YAML documents: a ClusterRole `name` for what spans all namespaces (or is
+ * cluster-scoped), and a Role `name` in each namespace for what only those namespaces need (bind the
+ * ClusterRole with a ClusterRoleBinding, each Role with a RoleBinding in its namespace).
  */
 export function rbacYaml(needs: RbacNeeds, name = 'cronflock-cleanup'): string {
+  const docs: string[] = [];
   if (needs.cluster.length > 0) {
-    const rules = needs.cluster.map((r) => ({ ...r, verbs: [...r.verbs] }));
-    for (const nsRules of needs.namespaced.values()) for (const r of nsRules) addRule(rules, r.apiGroups[0]!, r.resources[0]!, r.verbs);
-    return `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${name}\nrules:\n${yamlRules(rules)}`;
+    docs.push(`apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${name}\nrules:\n${yamlRules(needs.cluster)}`);
   }
-  return [...needs.namespaced.entries()]
-    .map(([ns, rules]) => `apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nrules:\n${yamlRules(rules)}`)
-    .join('---\n');
+  for (const [ns, rules] of needs.namespaced) {
+    docs.push(`apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nrules:\n${yamlRules(rules)}`);
+  }
+  return docs.join('---\n');
 }

@@ -1,5 +1,5 @@
 /**
- * `cronflock rbac <path>`: prints the minimal ClusterRole (or Roles) the cleanup schedules of a schedule file
+ * `cronflock rbac <path>`: prints the minimal ClusterRole and/or Roles the cleanup schedules of a schedule file
  * or directory need: the verbs, resources and namespaces the run's preflight asks about. With `--kubeconfig`
  * (or `--discover`, default loading) resource names and scopes come from the cluster's discovery; without,
  * from the kinds by Kubernetes' pluralisation rule.

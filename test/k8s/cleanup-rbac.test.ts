@@ -93,7 +93,7 @@ describe('cronflock rbac', () => {
     await expect(getObject(admin, { apiVersion: 'batch/v1', kind: 'Job', namespace: nsB, name: 'done' })).rejects.toSatisfy((e) => isK8sError(e, 'NOT_FOUND'));
   });
 
-  it('prints one ClusterRole (with namespaces list) for a selector over all or label-selected namespaces, scale as patch on /scale', async () => {
+  it('prints a ClusterRole (with namespaces list) for a selector over label-selected namespaces and a Role for named ones; scale is patch on /scale', async () => {
     const admin = clientFor('admin');
     const kind = findJobKind('cleanup')!;
     const p = kind.schema.parse({
@@ -118,6 +118,13 @@ describe('cronflock rbac', () => {
         '  - apiGroups: ["apps"]',
         '    resources: [deployments/scale]',
         '    verbs: [patch]',
+        '---',
+        'apiVersion: rbac.authorization.k8s.io/v1',
+        'kind: Role',
+        'metadata:',
+        '  name: cronflock-cleanup',
+        '  namespace: x',
+        'rules:',
         '  - apiGroups: ["apps"]',
         '    resources: [statefulsets]',
         '    verbs: [list]',
