@@ -96,6 +96,8 @@ describe('writes Redis acknowledged and then lost', () => {
     await flock.redisClient.del(keys.occurrence(key));
     await flock.redisClient.zrem(keys.pending, key);
     await until(() => flock.receiver.of('once').length === 1, 20_000, 'the occurrence runs anyway');
+    // The record is finished just after the receiver answers.
+    await until(async () => (await flock.runs('once'))[0]?.state === 'succeeded', 5_000, 'its record');
     const [rec] = await flock.runs('once');
     expect(rec).toMatchObject({ key, state: 'succeeded' });
     await sleep(2000);
