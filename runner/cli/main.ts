@@ -111,6 +111,7 @@ program
   .option('-s, --schedule <name>', 'only this schedule')
   .option('--limit <n>', 'records per schedule', positiveInt, 50)
   .option('--json', 'print JSON')
+  .option('--show', 'also print each run\'s result (e.g. a cleanup report)')
   .option('--redis <url>', 'Redis URL (default: REDIS_URL)')
   .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
   .action(async (o: { schedule?: string; limit: number; json?: boolean; redis?: string; namespace: string } & RedisTlsFlags) => {
@@ -122,7 +123,10 @@ program
     try {
       const runs = await listRuns(redis, new Keyspace(o.namespace), { schedule: o.schedule, limit: o.limit });
       if (o.json) process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
-      else printRuns(runs);
+      else {
+        printRuns(runs);
+        if ((o as { show?: boolean }).show) printResults(runs);
+      }
     } catch (err) {
       seen.delete((err as Error).message);
       const cause = seen.size > 0 ? ` (connection: ${[...seen].join('; ')})` : '';
@@ -153,6 +157,20 @@ function watchSchedules(path: string, onChange: () => void): void {
     }).unref();
   } catch {
     /* a path that cannot be watched still reloads on SIGHUP */
+  }
+}
+
+/** The result each run recorded (a job's JSON return value, e.g. a cleanup report), indented under its key. */
+function printResults(runs: RunRecord[]): void {
+  for (const r of runs) {
+    if (!r.result) continue;
+    let text = r.result;
+    try {
+      text = JSON.stringify(JSON.parse(r.result), null, 2);
+    } catch {
+      /* not JSON: print as stored */
+    }
+    process.stdout.write(`\n${r.key} (${r.state}):\n${text.replace(/^/gm, '  ')}\n`);
   }
 }
 

@@ -64,6 +64,9 @@ describe('the cronflock command', () => {
     const succeeded = runs.filter((x) => x.state === 'succeeded');
     expect(new Set(succeeded.map((x) => x.key))).toEqual(got);
     expect(succeeded.every((x) => x.replica === 'cli-1')).toBe(true);
+    const shown = run(['runs', '--schedule', 'hello', '--show', '--redis', flock.redis.url]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`${succeeded[0]!.key} (succeeded):\n  {\n    "status": 200\n  }`);
   });
 
   it('starts a private redis-server when no Redis is given, and says so', async () => {
