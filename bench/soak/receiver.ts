@@ -14,6 +14,7 @@
  * `{type: 'flushed'}`.
  */
 import { createServer } from 'node:http';
+import type { HttpJobBody } from '../../jobs/http.js';
 
 /** One request as the receiver saw it. Times are this host's clock (ms); the replicas' `startedAt` is Redis'. */
 export interface DeliveryRecord {
@@ -35,16 +36,8 @@ export interface DeliveryRecord {
   status?: number;
 }
 
-interface Body {
-  schedule: string;
-  occurrence: string;
-  dueAt: string;
-  fireAt: string;
-  startedAt: string;
-  attempt: number;
-  fencingToken: number;
-  replica: string;
-}
+/** What an http job sends (jobs/http.ts), read by the receiver. */
+type Body = HttpJobBody;
 
 const send = (m: unknown): void => {
   if (process.send) process.send(m);
