@@ -91,13 +91,15 @@ describe('policies across replicas', () => {
   it('Replace: a newer occurrence aborts the run on another replica, which records it replaced, then starts', async () => {
     flock = await Flock.start();
     const events = join(flock.dir, 'events.jsonl');
-    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
+    let dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
+    // Both due times must fall in the same minute (one cron line: "S1,S2 M H * * *").
+    if (new Date(dueMs).getUTCSeconds() > 54) dueMs += (60 - new Date(dueMs).getUTCSeconds()) * 1000;
     const file = flock.writeSchedules(`schedules:
   - name: rp
-    cron: "${cronAt(dueMs)},${new Date(dueMs + 4000).getUTCSeconds()} ${new Date(dueMs).getUTCMinutes()} ${new Date(dueMs).getUTCHours()} * * *"
+    cron: "${new Date(dueMs).getUTCSeconds()},${new Date(dueMs).getUTCSeconds() + 4} ${new Date(dueMs).getUTCMinutes()} ${new Date(dueMs).getUTCHours()} * * *"
     concurrencyPolicy: Replace
     job: { kind: module, path: ${SLOW}, params: { ms: 30000, events: ${events} } }
-`.replace(/cron: "(\d+) (\d+) (\d+) \* \* \*,(\d+) /, 'cron: "$1,$4 '));
+`);
     await flock.startReplica({ name: 'r1', schedules: file, args: ['--concurrency', '1'] });
     await until(() => readEvents(events).some((e) => e.event === 'start'), 15_000, 'first run');
     await flock.startReplica({ name: 'r2', schedules: file });
