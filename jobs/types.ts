@@ -44,6 +44,63 @@ export interface JobContext {
   log: JobLogger;
   /** Identity of the replica running the job. */
   replica: string;
+  /**
+   * Flock-wide locks with fencing tokens and fenced checkpoints (on the flock's Redis), for jobs that must run
+   * one at a time per target across all schedules and replicas, and resume after a re-claim (e.g. restore).
+   * Given by the engine; absent when a job is run outside a flock (and in `kind: module` worker threads).
+   */
+  coordination?: JobCoordination;
+}
+
+/** Options of {@link JobCoordination.lock}. */
+export interface JobLockOptions {
+  /** Lease of the lock in ms (renewed every ttlMs/3 while held; lost when not renewed within ttlMs). */
+  ttlMs: number;
+  /** How long to wait for a lock another holder has, in ms; default 0 (refuse at once with `LOCK_HELD`). */
+  waitMs?: number;
+  /** Who holds it, for messages (default: the replica). */
+  owner?: string;
+  /** Stops waiting (and renewing, once held). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A held lock. Its fencing token grows with every acquisition of the same name; {@link signal} fires (reason: an
+ * error with code `LOCK_LOST`) when the lease is lost: refused renewal, or not renewed within the TTL on this
+ * host's monotonic clock (e.g. after SIGSTOP), so the holder stops before anyone else could take it.
+ */
+export interface JobLock {
+  readonly name: string;
+  readonly fencingToken: number;
+  readonly signal: AbortSignal;
+  /** Checkpoints of one piece of work under this lock (`scope` names the work, e.g. a backup name). */
+  checkpoints(scope: string): JobCheckpoints;
+  /** Gives the lock up (idempotent); stops renewal. */
+  release(): Promise<void>;
+}
+
+/**
+ * String fields kept in Redis beside a lock, readable by any later holder (to resume), writable only by the
+ * current holder: a write by a holder whose token is no longer current, or whose lease lapsed, is refused with
+ * an error whose code is `LOCK_LOST`. Kept for 7 days after the last write.
+ */
+export interface JobCheckpoints {
+  /** Every field (empty map when none). */
+  getAll(): Promise<Map<string, string>>;
+  /** Sets the fields atomically, fenced. */
+  set(fields: Record<string, string>): Promise<void>;
+  /** Removes every field, fenced (work finished: nothing to resume). */
+  clear(): Promise<void>;
+}
+
+/** Flock-wide coordination between jobs; see {@link JobContext.coordination}. */
+export interface JobCoordination {
+  /**
+   * Takes the lock `name` (e.g. `restore:<cluster id>`). Errors: code `LOCK_HELD` (with `holder` and
+   * `remainingMs`) when another holder keeps it past `waitMs`; code `ABORTED` when `signal` fires while waiting;
+   * Redis errors as they come.
+   */
+  lock(name: string, options: JobLockOptions): Promise<JobLock>;
 }
 
 /** What `compile` may use: where the schedule file is, for paths relative to it. */

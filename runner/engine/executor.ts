@@ -17,6 +17,7 @@ import { findJobKind } from '../../jobs/registry.js';
 import type { JobContext } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
+import { RedisJobCoordination } from '../redis/job-locks.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
@@ -271,6 +272,7 @@ export class Executor {
       signal: holder.signal,
       log,
       replica: o.replica,
+      coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
     };
     const base = {
       schedule: d.schedule,

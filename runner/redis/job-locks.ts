@@ -1,0 +1,326 @@
+/**
+ * Flock-wide job locks with fencing tokens, and fenced checkpoints beside them: the Redis side of
+ * {@link JobCoordination} (jobs/types.ts). Used by `kind: restore` and `cronflock restore` for "one restore per
+ * target cluster at a time; a re-claimed restore resumes".
+ *
+ * Keys (all under the flock's hash tag, so the scripts stay in one Cluster slot):
+ * - `{ns}:joblock:<name>` HASH owner, token, until (Redis ms); expires with the lease (PEXPIRE).
+ * - `{ns}:jobfence:<name>` STRING: the fencing counter, INCR on every acquisition; never expires, so a token is
+ *   never handed out twice for one name.
+ * - `{ns}:jobckpt:<name>:<scope>` HASH: checkpoints; expire {@link CHECKPOINT_RETENTION_MS} after the last write.
+ *
+ * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts: a lease that lapsed there is
+ * never renewed, and a checkpoint write is accepted only from the current token while its lease is live. The
+ * holder side renews every ttl/3 and fires its signal as soon as it can know the lease is gone (refused renewal,
+ * or ttl passed on the monotonic clock since the last renewal was sent: e.g. after SIGSTOP/SIGCONT).
+ */
+import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
+import type { RedisClient } from './connect.js';
+import type { Keyspace } from './keys.js';
+
+/** How long checkpoints outlive their last write, in ms (7 days). */
+export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
+
+const PRELUDE = `
+local rcall = redis.call
+local t = rcall('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function live(lockKey, token)
+  local rec = rcall('HMGET', lockKey, 'token', 'until')
+  return rec[1] == token and tonumber(rec[2] or '0') >= now
+end
+`;
+
+/**
+ * acquire: KEYS[1] lock (HASH), KEYS[2] fence counter; ARGV[1] owner, ARGV[2] ttlMs.
+ * Returns {token, untilMs} when acquired; {0, owner, remainingMs, token} when another live holder has it.
+ */
+const acquireLua = `${PRELUDE}
+local rec = rcall('HMGET', KEYS[1], 'owner', 'until', 'token')
+if rec[1] and tonumber(rec[2] or '0') >= now then
+  return {0, rec[1], tonumber(rec[2]) - now, tonumber(rec[3] or '0')}
+end
+local token = rcall('INCR', KEYS[2])
+local untilMs = now + tonumber(ARGV[2])
+rcall('DEL', KEYS[1])
+rcall('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'until', untilMs)
+rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return {token, untilMs}
+`;
+
+/** renew: KEYS[1] lock; ARGV[1] token, ARGV[2] ttlMs. Returns the new lease end (Redis ms), or 0 when lost. */
+const renewLua = `${PRELUDE}
+if not live(KEYS[1], ARGV[1]) then return 0 end
+local untilMs = now + tonumber(ARGV[2])
+rcall('HSET', KEYS[1], 'until', untilMs)
+rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return untilMs
+`;
+
+/** release: KEYS[1] lock; ARGV[1] token. Returns 1 when released, 0 when it was no longer ours. */
+const releaseLua = `${PRELUDE}
+if rcall('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+rcall('DEL', KEYS[1])
+return 1
+`;
+
+/**
+ * checkpoint: KEYS[1] lock, KEYS[2] checkpoints (HASH); ARGV[1] token, ARGV[2] retentionMs, ARGV[3] 'set' |
+ * 'clear', then field/value pairs for 'set'. Returns 1 when written, 0 when refused (not the live holder).
+ */
+const checkpointLua = `${PRELUDE}
+if not live(KEYS[1], ARGV[1]) then return 0 end
+if ARGV[3] == 'clear' then
+  rcall('DEL', KEYS[2])
+  return 1
+end
+if #ARGV >= 5 then
+  rcall('HSET', KEYS[2], unpack(ARGV, 4))
+  rcall('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+end
+return 1
+`;
+
+const SCRIPTS = {
+  cronflockJobLockAcquire: { numberOfKeys: 2, lua: acquireLua },
+  cronflockJobLockRenew: { numberOfKeys: 1, lua: renewLua },
+  cronflockJobLockRelease: { numberOfKeys: 1, lua: releaseLua },
+  cronflockJobCheckpoint: { numberOfKeys: 2, lua: checkpointLua },
+} as const;
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+/** Another holder keeps the lock (code `LOCK_HELD`). */
+export class JobLockHeldError extends Error {
+  readonly code = 'LOCK_HELD';
+  constructor(
+    readonly lockName: string,
+    /** Owner string of the current holder. */
+    readonly holder: string,
+    /** Its fencing token. */
+    readonly holderToken: number,
+    /** Lease left on the Redis clock when last asked, in ms. */
+    readonly remainingMs: number,
+  ) {
+    super(
+      `lock ${lockName} is held by ${holder} (fencing token ${holderToken}, lease ${Math.ceil(remainingMs / 1000)} s left): ` +
+        'another run has it; wait for it to finish, or pass a longer wait',
+    );
+    this.name = 'JobLockHeldError';
+  }
+}
+
+/** The lock was lost while held (code `LOCK_LOST`): refused renewal or checkpoint write, or a lapsed lease. */
+export class JobLockLostError extends Error {
+  readonly code = 'LOCK_LOST';
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobLockLostError';
+  }
+}
+
+/** Waiting for a lock was aborted by the caller's signal (code `ABORTED`). */
+export class JobLockAbortedError extends Error {
+  readonly code = 'ABORTED';
+  constructor(lockName: string) {
+    super(`stopped waiting for lock ${lockName}`);
+    this.name = 'JobLockAbortedError';
+  }
+}
+
+/** Redis-backed {@link JobCoordination} for one flock namespace; one instance per connection is enough. */
+export class RedisJobCoordination implements JobCoordination {
+  private readonly fns: Record<string, ScriptFn>;
+
+  /**
+   * @param redis a connection that fails fast while Redis is away (renewals retry on their own schedule)
+   * @param keys the flock's keyspace (keys go under its hash tag)
+   * @param defaultOwner owner recorded when a lock call names none (e.g. the replica name)
+   */
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: Keyspace,
+    private readonly defaultOwner: string,
+  ) {
+    for (const [name, s] of Object.entries(SCRIPTS)) {
+      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+    }
+    this.fns = Object.fromEntries(
+      Object.keys(SCRIPTS).map((n) => [n, (redis as unknown as Record<string, ScriptFn>)[n]!.bind(redis)]),
+    );
+  }
+
+  /** Key of lock `name`. */
+  lockKey(name: string): string {
+    return `${this.keys.ns}:joblock:${name}`;
+  }
+
+  /** Key of the checkpoints of `scope` under lock `name`. */
+  checkpointKey(name: string, scope: string): string {
+    return `${this.keys.ns}:jobckpt:${name}:${scope}`;
+  }
+
+  /** See {@link JobCoordination.lock}. `RangeError` for a ttl under 300 ms or a name with spaces. */
+  async lock(name: string, o: JobLockOptions): Promise<JobLock> {
+    if (!/^\S{1,200}$/.test(name)) throw new RangeError(`lock name ${JSON.stringify(name)} must be 1–200 characters without spaces`);
+    if (!(o.ttlMs >= 300)) throw new RangeError(`lock ttl must be at least 300 ms, got ${o.ttlMs}`);
+    const owner = o.owner ?? this.defaultOwner;
+    const deadline = performance.now() + (o.waitMs ?? 0);
+    for (;;) {
+      if (o.signal?.aborted) throw new JobLockAbortedError(name);
+      const sent = performance.now();
+      const out = (await this.fns.cronflockJobLockAcquire!(this.lockKey(name), `${this.keys.ns}:jobfence:${name}`, owner, o.ttlMs)) as (
+        | number
+        | string
+      )[];
+      const token = Number(out[0]);
+      if (token > 0) return new HeldLock(this, name, token, o.ttlMs, sent, o.signal);
+      const held = new JobLockHeldError(name, String(out[1]), Number(out[3]), Number(out[2]));
+      const left = deadline - performance.now();
+      if (left <= 0) throw held;
+      await sleep(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
+    }
+  }
+
+  /** @internal renew; 0 = lost. */
+  async renew(name: string, token: number, ttlMs: number): Promise<number> {
+    return Number(await this.fns.cronflockJobLockRenew!(this.lockKey(name), token, ttlMs));
+  }
+
+  /** @internal release; true when it was ours. */
+  async release(name: string, token: number): Promise<boolean> {
+    return Number(await this.fns.cronflockJobLockRelease!(this.lockKey(name), token)) === 1;
+  }
+
+  /** @internal fenced write; false = refused. */
+  async writeCheckpoint(name: string, scope: string, token: number, op: 'set' | 'clear', fields: Record<string, string> = {}): Promise<boolean> {
+    const args: string[] = [];
+    for (const [k, v] of Object.entries(fields)) args.push(k, v);
+    const out = await this.fns.cronflockJobCheckpoint!(this.lockKey(name), this.checkpointKey(name, scope), token, CHECKPOINT_RETENTION_MS, op, ...args);
+    return Number(out) === 1;
+  }
+
+  /** Reads every checkpoint of `scope` under lock `name` (no lock needed to read). */
+  async readCheckpoints(name: string, scope: string): Promise<Map<string, string>> {
+    const h = await this.redis.hgetall(this.checkpointKey(name, scope));
+    return new Map(Object.entries(h));
+  }
+}
+
+class HeldLock implements JobLock {
+  private readonly ac = new AbortController();
+  private renewTimer: NodeJS.Timeout | undefined;
+  private guardTimer: NodeJS.Timeout | undefined;
+  private validUntilMono: number;
+  private released = false;
+  private readonly onOuterAbort: () => void;
+
+  constructor(
+    private readonly c: RedisJobCoordination,
+    readonly name: string,
+    readonly fencingToken: number,
+    private readonly ttlMs: number,
+    sentMono: number,
+    private readonly outer: AbortSignal | undefined,
+  ) {
+    this.validUntilMono = sentMono + ttlMs;
+    this.onOuterAbort = () => void this.release();
+    outer?.addEventListener('abort', this.onOuterAbort, { once: true });
+    this.armGuard();
+    this.scheduleRenew(false);
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  checkpoints(scope: string): JobCheckpoints {
+    if (!/^\S{1,300}$/.test(scope)) throw new RangeError(`checkpoint scope ${JSON.stringify(scope)} must be 1–300 characters without spaces`);
+    const write = async (op: 'set' | 'clear', fields?: Record<string, string>): Promise<void> => {
+      if (this.ac.signal.aborted) throw this.ac.signal.reason as Error;
+      const ok = await this.c.writeCheckpoint(this.name, scope, this.fencingToken, op, fields);
+      if (!ok) {
+        const err = new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) is no longer held: checkpoint refused`);
+        this.lose(err);
+        throw err;
+      }
+    };
+    return {
+      getAll: () => this.c.readCheckpoints(this.name, scope),
+      set: (fields) => write('set', fields),
+      clear: () => write('clear'),
+    };
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.stopTimers();
+    this.outer?.removeEventListener('abort', this.onOuterAbort);
+    if (!this.ac.signal.aborted) this.ac.abort(new JobLockLostError(`lock ${this.name} released`));
+    await this.c.release(this.name, this.fencingToken).catch(() => false);
+  }
+
+  private lose(err: JobLockLostError): void {
+    if (this.ac.signal.aborted) return;
+    this.stopTimers();
+    this.ac.abort(err);
+  }
+
+  private stopTimers(): void {
+    if (this.renewTimer) clearTimeout(this.renewTimer);
+    if (this.guardTimer) clearTimeout(this.guardTimer);
+  }
+
+  private armGuard(): void {
+    if (this.guardTimer) clearTimeout(this.guardTimer);
+    this.guardTimer = setTimeout(() => this.checkGuard(), Math.max(0, this.validUntilMono - performance.now()));
+    this.guardTimer.unref();
+  }
+
+  private checkGuard(): void {
+    if (this.released || this.ac.signal.aborted) return;
+    if (performance.now() >= this.validUntilMono) {
+      this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) lapsed: not renewed within ${this.ttlMs} ms`));
+    } else this.armGuard();
+  }
+
+  private scheduleRenew(afterFailure: boolean): void {
+    const period = Math.max(50, Math.floor(this.ttlMs / 3));
+    this.renewTimer = setTimeout(() => void this.renew(), afterFailure ? Math.min(250, period) : period);
+    this.renewTimer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.released || this.ac.signal.aborted) return;
+    // A timer that fires late (SIGSTOP, a blocked event loop) must not renew a lease that may have lapsed.
+    this.checkGuard();
+    if (this.ac.signal.aborted) return;
+    const sent = performance.now();
+    try {
+      const untilMs = await this.c.renew(this.name, this.fencingToken, this.ttlMs);
+      if (this.released || this.ac.signal.aborted) return;
+      if (untilMs === 0) {
+        this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) was taken over or lapsed`));
+        return;
+      }
+      this.validUntilMono = sent + this.ttlMs;
+      this.armGuard();
+      this.scheduleRenew(false);
+    } catch {
+      if (!this.released && !this.ac.signal.aborted) this.scheduleRenew(true);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
