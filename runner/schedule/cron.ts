@@ -41,8 +41,9 @@ export { isValidTimeZone };
 
 /**
  * The due times of one schedule: a fixed, strictly increasing set of instants (UTC ms, whole seconds).
- * Instances come from {@link compileCron}; they cache computed windows and are not safe to share across
- * worker threads (they are fine to share within one thread).
+ * Instances come from {@link compileCron}, which hands the same instance to every schedule with the same
+ * expression and zone; they cache computed windows and are not safe to share across worker threads (they are
+ * fine to share within one thread).
  */
 export interface DueTimes {
   /**
@@ -125,12 +126,16 @@ const DOMAIN_HI_MS = MAX_SUPPORTED_MS - 8 * DAY_MS;
 const SEARCH_LIMIT_MS = 401 * 366 * DAY_MS;
 /** Segments are fetched this far around a window, so that walls near its ends are classified correctly. */
 const PAD_MS = 3 * DAY_MS;
-/** A window stops after this many wall times (once it covers its first instants). */
-const WINDOW_WALLS = 512;
+/**
+ * A window stops after this many wall times (once it covers its first instants). Small, because a replica keeps
+ * one compiled expression per distinct (cron, zone) and 100k of them must fit in memory: 128 instants × 2 windows
+ * is ~2 KB per expression, and a miss (~20 µs) is then paid once per 128 sequential due times.
+ */
+const WINDOW_WALLS = 128;
 const MIN_SPAN_MS = 60_000;
 const MAX_SPAN_MS = 366 * DAY_MS;
-/** Windows kept per schedule (a small LRU), so interleaved lookups at a few places do not recompute. */
-const CACHED_WINDOWS = 4;
+/** Windows kept per expression (a small LRU), so interleaved lookups at two places do not recompute. */
+const CACHED_WINDOWS = 2;
 
 /**
  * Compiles a cron expression in a time zone into its due times. Validates eagerly, so that a config loader
@@ -155,6 +160,29 @@ const CACHED_WINDOWS = 4;
  *   or with `field: 'timeZone'` and code `ZONE_UNKNOWN` for a zone the tz database does not know.
  */
 export function compileCron(expression: string, timeZone: string, opts: CompileCronOptions = {}): DueTimes {
+  // Schedules that share an expression and a zone share its due times (and their window cache): what a
+  // replica holds grows with distinct expressions, not with schedules. The hash seed only matters for `H`.
+  const cacheKey =
+    typeof expression === 'string' && typeof timeZone === 'string'
+      ? `${expression.trim()}\u0000${timeZone}\u0000${/h/i.test(expression) && !expression.trim().startsWith('@') ? (opts.hashSeed ?? '') : ''}`
+      : undefined;
+  const shared = cacheKey === undefined ? undefined : compiled.get(cacheKey)?.deref();
+  if (shared) return shared;
+  const due = compileCronUncached(expression, timeZone, opts);
+  if (cacheKey !== undefined) {
+    compiled.set(cacheKey, new WeakRef(due));
+    forget.register(due, cacheKey);
+  }
+  return due;
+}
+
+/** Compiled expressions by (expression, zone, seed when it matters), held weakly: unused ones are collected. */
+const compiled = new Map<string, WeakRef<DueTimes>>();
+const forget = new FinalizationRegistry<string>((key) => {
+  if (compiled.get(key)?.deref() === undefined) compiled.delete(key);
+});
+
+function compileCronUncached(expression: string, timeZone: string, opts: CompileCronOptions): DueTimes {
   if (typeof expression !== 'string') throw new CronError('CRON_SYNTAX', `the cron expression must be a string; ${HOW_TO_WRITE}`);
   const expr = expression.trim();
   const shown = JSON.stringify(expr);
