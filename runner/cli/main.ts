@@ -240,7 +240,7 @@ program
     }
     const target = await resolveRedis(o.redis as string | undefined, true, log, o as RedisTlsFlags);
     log.info(
-      { redis: redactRedisUrl(target.url), schedules: res.schedules.map((s) => s.name), lockMs: options.lockMs },
+      { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
     );
     let replica: Replica;

@@ -62,6 +62,9 @@ if changed then redis.call('INCR', KEYS[2]) return 1 end
 return 0
 `;
 
+/** Schedules per publish script call. */
+const PUBLISH_CHUNK = 1000;
+
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
   private winners = new Map<string, string>();
@@ -78,7 +81,13 @@ export class Definitions {
    * longer runs (only where its own publication is the current one). Then refreshes the view.
    */
   async publish(schedules: readonly EngineSchedule[], removed: readonly string[] = []): Promise<void> {
-    const args: string[] = [this.replica];
+    // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
+    // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
+    let args: string[] = [this.replica];
+    const flush = async (removedNames: readonly string[]): Promise<void> => {
+      await this.redis.eval(PUBLISH_LUA, 2, this.keys.definitions, this.versionKey, ...args, '|', ...removedNames);
+      args = [this.replica];
+    };
     for (const s of schedules) {
       const def: Omit<PublishedDefinition, 'loadedAtMs'> = {
         cron: s.due.expression,
@@ -91,9 +100,10 @@ export class Definitions {
         replica: this.replica,
       };
       args.push(s.name, JSON.stringify(def));
+      if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);
     }
-    args.push('|', ...removed);
-    await this.redis.eval(PUBLISH_LUA, 2, this.keys.definitions, this.versionKey, ...args);
+    for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
+    if (args.length > 1 || removed.length === 0) await flush([]);
     await this.refresh(true);
   }
 
