@@ -1,0 +1,85 @@
+/**
+ * Where a restore reads a backup from: anything with a manifest and its verified objects. The backup reader's
+ * `OpenedBackup` (jobs/backup/format.ts, reader.ts) is one; {@link memorySource} builds one from objects in
+ * memory (tests, and restoring objects a program already holds), with the same stripping and layout as the
+ * backup writer.
+ */
+import { createHash } from 'node:crypto';
+import type { ResourceInfo } from '../../k8s/index.js';
+import {
+  FORMAT_VERSION,
+  objectPath,
+  stripObject,
+  type BackupManifest,
+  type BackupObject,
+  type BackupSelection,
+  type ManifestEntry,
+} from '../backup/format.js';
+
+/** A backup as the restore reads it: the manifest, and every object once (checked against its entry). */
+export interface BackupSource {
+  manifest: BackupManifest;
+  objects(options?: { signal?: AbortSignal }): AsyncIterable<BackupObject>;
+}
+
+/** One object for {@link memorySource}: a live object (server fields are stripped) and its resource. */
+export interface MemoryObject {
+  info: Pick<ResourceInfo, 'group' | 'version' | 'resource' | 'kind' | 'namespaced'>;
+  object: Record<string, unknown> & { metadata?: { name?: string; namespace?: string; uid?: string } };
+}
+
+/**
+ * A {@link BackupSource} over objects in memory, as the backup writer would have stored them (stripped, original
+ * uid in the manifest). `TypeError` for an object without a name (or a namespaced one without a namespace).
+ */
+export function memorySource(
+  objects: MemoryObject[],
+  o: { name: string; clusterId: string; selection: BackupSelection },
+): BackupSource {
+  const stored: BackupObject[] = objects.map(({ info, object }) => {
+    const md = object.metadata ?? {};
+    if (!md.name || (info.namespaced && !md.namespace)) throw new TypeError(`object of ${info.resource} needs metadata.name${info.namespaced ? ' and metadata.namespace' : ''}`);
+    const stripped = stripObject(object);
+    const bytes = JSON.stringify(stripped);
+    const entry: ManifestEntry = {
+      group: info.group,
+      version: info.version,
+      resource: info.resource,
+      kind: info.kind,
+      namespaced: info.namespaced,
+      ...(info.namespaced ? { namespace: md.namespace! } : {}),
+      name: md.name,
+      uid: md.uid ?? '',
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      path: objectPath({ ...info, namespace: info.namespaced ? md.namespace : undefined, name: md.name }),
+    };
+    return { entry, object: JSON.parse(bytes) as Record<string, unknown> };
+  });
+  const counts: Record<string, number> = {};
+  for (const { entry } of stored) {
+    const k = entry.group ? `${entry.resource}.${entry.group}` : entry.resource;
+    counts[k] = (counts[k] ?? 0) + 1;
+  }
+  const manifest: BackupManifest = {
+    formatVersion: FORMAT_VERSION,
+    cronflockVersion: 'memory',
+    kubernetesVersion: '',
+    clusterId: o.clusterId,
+    createdAt: new Date().toISOString(),
+    schedule: null,
+    occurrence: null,
+    dueTime: null,
+    manual: true,
+    name: o.name,
+    selection: o.selection,
+    encryption: null,
+    objects: stored.map((s) => s.entry),
+    counts,
+  };
+  return {
+    manifest,
+    async *objects() {
+      for (const s of stored) yield { entry: s.entry, object: structuredClone(s.object) };
+    },
+  };
+}
