@@ -2,6 +2,7 @@
  * The job kinds cronflock knows. The schedule-file schema is built from this list (a discriminated union on
  * `kind`), so adding a kind here is all it takes to make it usable and validated.
  */
+import { backupJob } from './backup/index.js';
 import { cleanupJob } from './cleanup/index.js';
 import { httpJob } from './http.js';
 import { moduleJob } from './module.js';
@@ -9,7 +10,7 @@ import type { JobKind } from './types.js';
 
 /** Built-in kinds by name. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob];
+export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob, backupJob];
 
 /** Looks a kind up by its `kind` value; undefined when unknown. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -301,6 +301,8 @@ export interface OpenBackupOptions {
   storage: BackupStorage;
   /** Archive name (see {@link parseBackupName}); a `.enc` name needs `keys`. */
   name: string;
+  /** Whether the file is encrypted; default: `name` ends in `.enc` (set it to read a temporary or renamed file). */
+  encrypted?: boolean;
   /** Key-encryption keys (32 bytes each); the one whose id the archive names is used. Load with encryption.ts `loadKey`. */
   keys?: readonly Uint8Array[];
   signal?: AbortSignal;

@@ -106,9 +106,16 @@ export async function* readArchiveFiles(source: NodeJS.ReadableStream, signal?: 
 }
 
 /** The plaintext tar.gz bytes of a stored archive: decrypted (and authenticated) when its name ends in `.enc`. */
-async function plainStream(storage: BackupStorage, name: string, keys: readonly Uint8Array[], signal: AbortSignal | undefined, onKeyId?: (id: string) => void): Promise<Readable> {
+async function plainStream(
+  storage: BackupStorage,
+  name: string,
+  encrypted: boolean,
+  keys: readonly Uint8Array[],
+  signal: AbortSignal | undefined,
+  onKeyId?: (id: string) => void,
+): Promise<Readable> {
   const raw = (await storage.read(name, signal)) as Readable;
-  if (!name.endsWith('.enc')) return raw;
+  if (!encrypted) return raw;
   if (keys.length === 0) throw new BackupError('KEY', `backup ${name} is encrypted: give its key (encryption.key, or --key-* for the CLI)`);
   const dec = createDecryptStream(keys, onKeyId);
   return pipeline(raw, dec, () => undefined) as unknown as Readable;
@@ -151,7 +158,8 @@ export async function openBackup(options: OpenBackupOptions): Promise<VerifiedBa
   const hashes = new Map<string, string>();
   let manifest: BackupManifest | undefined;
   let manifestSha256 = '';
-  const plain = await plainStream(storage, name, keys, signal, (id) => (envelopeKeyId = id));
+  const encrypted = options.encrypted ?? name.endsWith('.enc');
+  const plain = await plainStream(storage, name, encrypted, keys, signal, (id) => (envelopeKeyId = id));
   for await (const f of readArchiveFiles(plain, signal)) {
     if (manifest) throw new BackupError('VERIFY', `backup ${name}: ${f.path} follows manifest.json (the manifest must be last)`);
     if (f.path === MANIFEST_PATH) {
@@ -168,7 +176,6 @@ export async function openBackup(options: OpenBackupOptions): Promise<VerifiedBa
   }
   if (!manifest) throw new BackupError('VERIFY', `backup ${name}: no manifest.json (truncated, or not a cronflock backup)`);
   checkManifest(manifest, name);
-  const encrypted = name.endsWith('.enc');
   if (encrypted !== (manifest.encryption !== null)) {
     throw new BackupError('VERIFY', `backup ${name}: the manifest says ${manifest.encryption ? 'encrypted' : 'not encrypted'}, the archive is ${encrypted ? 'encrypted' : 'not'}`);
   }
@@ -197,7 +204,7 @@ export async function openBackup(options: OpenBackupOptions): Promise<VerifiedBa
     async *objects(o: { signal?: AbortSignal } = {}): AsyncIterable<BackupObject> {
       const sig = o.signal ?? signal;
       let n = 0;
-      const stream = await plainStream(storage, name, keys, sig);
+      const stream = await plainStream(storage, name, encrypted, keys, sig);
       for await (const f of readArchiveFiles(stream, sig)) {
         if (f.path === MANIFEST_PATH) continue;
         const entry = byPath.get(f.path);

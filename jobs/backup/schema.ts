@@ -57,7 +57,8 @@ const secretKeyRef = z.strictObject({
   key: name.describe('key in the Secret'),
 });
 
-const storageSchema = z.discriminatedUnion('type', [
+/** The `storage:` block (shared with `kind: restore`): a local directory or S3. */
+export const storageSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('local').describe('a directory (e.g. a mounted volume)'),
     directory: z.string().min(1).describe('directory of the archives (relative to the schedule file); created when missing'),
@@ -91,7 +92,8 @@ const storageSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
-const keySourceSchema = z.union([
+/** Where a key-encryption key comes from (shared with `kind: restore`): a Secret key, a file or an env var. */
+export const keySourceSchema = z.union([
   z.strictObject({ secret: secretKeyRef.describe('a key of a Kubernetes Secret holding base64 (or hex) of 32 random bytes') }),
   z.strictObject({ file: z.string().min(1).describe('a file (relative to the schedule file) holding base64 (or hex) of 32 random bytes') }),
   z.strictObject({ env: name.describe('an environment variable holding base64 (or hex) of 32 random bytes') }),

@@ -156,6 +156,11 @@ export function s3Storage(options: S3StorageOptions): BackupStorage {
   const config: S3ClientConfig = {
     region: options.region ?? 'us-east-1',
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
+    // The SDK's default CRC checksums (since 3.729) are not computed alike by every S3-compatible server (moto
+    // answers multipart objects with a whole-object CRC the SDK then refuses; older MinIO and Ceph reject them):
+    // only when an operation requires one. Integrity is ours anyway: per-object sha256 and authenticated chunks.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };

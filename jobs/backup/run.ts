@@ -1,0 +1,313 @@
+/**
+ * One backup run:
+ *
+ * 1. resolve the resource sets through discovery; refuse, before anything is listed or written, a selection
+ *    that includes Secrets when the archive would not be encrypted (unless `allowPlaintextSecrets`);
+ * 2. name the archive from the occurrence (`<schedule>-<due>Z.tar.gz[.enc]`); if that name is already published
+ *    (a re-claimed or repeated occurrence), check it and stop: one occurrence, one archive;
+ * 3. count the selection (metadata-only lists) for progress, then stream every object from paged lists into a
+ *    tar.gz (tar's Pack, gzip), through the encryption envelope when configured, into a temporary name in
+ *    storage (a local file or an S3 multipart upload), the manifest last;
+ * 4. read the temporary back in full (decrypting), check every object and the manifest against what was written;
+ * 5. publish it under its name (atomic, never overwriting), then apply retention.
+ *
+ * `ctx.signal` aborts every step: lists and uploads stop, the temporary is removed, nothing is published.
+ * Memory: one page of a list, a few objects in the tar stream, one encryption chunk, the upload's parts
+ * (2 × 8 MiB for S3), and one manifest entry (~300 bytes) per object.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Readable, pipeline } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { Gauge, register } from 'prom-client';
+import { Header, Pack, ReadEntry } from 'tar';
+import { clusterIdentity } from '../../k8s/cluster.js';
+import { createKubeClient, loadKubeConfig, type KubeClient, type KubeObject } from '../../k8s/index.js';
+import type { JobContext } from '../types.js';
+import { ALGORITHM, createEncryptStream, keyIdOf, loadKey } from './encryption.js';
+import { BackupError } from './errors.js';
+import {
+  FORMAT_VERSION,
+  MANIFEST_PATH,
+  backupName,
+  objectPath,
+  stripObject,
+  type BackupManifest,
+  type BackupStorage,
+  type ManifestEntry,
+} from './format.js';
+import { expandResourceSets } from './presets.js';
+import { openBackup } from './reader.js';
+import { planRetention } from './retention.js';
+import type { BackupParams } from './schema.js';
+import { resolveTargets, selectObjects, type Target } from './selection.js';
+import { storageFor } from './storage.js';
+
+/** Validated parameters with paths (kubeconfig, local directory, key file) made absolute by `compile`. */
+export type CompiledBackup = BackupParams;
+
+/** The run's result, stored in its run record (kept small: counts, not object lists). */
+export interface BackupReport {
+  /** Archive name. */
+  name: string;
+  /** Storage location, e.g. `s3://bucket/prefix/`. */
+  location: string;
+  /** True when the archive was already published by an earlier attempt of this occurrence (checked, not rewritten). */
+  alreadyExisted: boolean;
+  objects: number;
+  /** Archive size in bytes. */
+  bytes: number;
+  encrypted: boolean;
+  keyId: string | null;
+  clusterId: string;
+  /** Objects by `<resource>.<group>` (core: `<resource>`), at most 30 kinds. */
+  counts: Record<string, number>;
+  /** Wall time of the run, ms. */
+  durationMs: number;
+  retention: { kept: number; deleted: string[] } | null;
+}
+
+/**
+ * Progress gauges, in prom-client's default registry: the job context carries no registry, so they are exposed
+ * wherever the default registry is (the admin server's /metrics serves its own registry; until it merges the
+ * default one, progress is also in the logs). Created once per process.
+ */
+function progressGauge(): Gauge<'schedule' | 'progress'> {
+  const name = 'cronflock_backup_objects';
+  const existing = register.getSingleMetric(name) as Gauge<'schedule' | 'progress'> | undefined;
+  return existing ?? new Gauge({ name, help: 'Objects of the running backup: progress="done" written so far, "total" selected', labelNames: ['schedule', 'progress'] });
+}
+
+let version: string | undefined;
+/** This package's version (the nearest package.json above this file, in the sources or in dist/). */
+export function cronflockVersion(): string {
+  if (version) return version;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  try {
+    version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    version = '0.0.0';
+  }
+  return version;
+}
+
+/** The client the job uses: the given kubeconfig/context, or kubectl's default loading, or in-cluster. */
+export function clientForBackup(p: Pick<CompiledBackup, 'kubeconfig' | 'context' | 'qps'>): KubeClient {
+  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
+  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
+}
+
+function countKey(e: Pick<ManifestEntry, 'resource' | 'group'>): string {
+  return e.group ? `${e.resource}.${e.group}` : e.resource;
+}
+
+const MAX_PENDING_ENTRIES = 16;
+
+/** Adds one file to the tar stream; waits while too many files are queued (backpressure from the consumer). */
+async function addFile(pack: Pack, pending: ReadEntry[], writing: Promise<unknown>, path: string, data: Buffer, mtime: Date): Promise<void> {
+  const entry = new ReadEntry(new Header({ path, mode: 0o644, size: data.length, mtime, type: 'File' }));
+  entry.end(data);
+  const ended = new Promise<void>((r) => entry.once('end', () => r()));
+  pending.push(entry);
+  void ended.then(() => pending.splice(pending.indexOf(entry), 1));
+  pack.write(entry);
+  // While writing goes on, `writing` can only settle by failing: stop waiting then (its error is thrown).
+  while (pending.length > MAX_PENDING_ENTRIES) {
+    await Promise.race([new Promise<void>((r) => pending[0]!.once('end', () => r())), writing.then(() => Promise.reject(new BackupError('STORAGE', 'storage stopped reading the archive early')))]);
+  }
+}
+
+function aborted(signal: AbortSignal, what: string): BackupError {
+  return new BackupError('ABORTED', `${what}: aborted (${signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'claim lost')}); nothing was published`);
+}
+
+/** Runs one backup (see the module docs). Errors: {@link BackupError} with its code, or Kubernetes errors. */
+export async function runBackup(ctx: JobContext, p: CompiledBackup): Promise<BackupReport> {
+  const t0 = performance.now();
+  const { signal, occurrence } = ctx;
+  const client = clientForBackup(p);
+  const sets = expandResourceSets(p.resourceSets);
+  const targets = await resolveTargets(client, sets, signal, (msg) => ctx.log.info({ backup: occurrence.key }, msg));
+  const secrets = targets.find((t) => t.info.group === '' && t.info.resource === 'secrets');
+  if (secrets && !p.encryption && !p.allowPlaintextSecrets) {
+    throw new BackupError(
+      'PLAINTEXT_SECRETS',
+      `resourceSets[${secrets.index}] selects Secrets and the backup is not encrypted: set encryption.key (recommended), exclude Secrets (excludeKinds: [Secret]), or set allowPlaintextSecrets: true; nothing was written`,
+    );
+  }
+  const kek = p.encryption ? await loadKey(p.encryption.key, { client, signal }) : undefined;
+  const storage = await storageFor(p.storage, { client, signal });
+  const name = backupName({ schedule: occurrence.schedule, dueMs: occurrence.dueMs, manual: occurrence.manual, encrypted: kek !== undefined });
+  const keys = kek ? [kek] : [];
+  const log = (obj: object, msg: string): void => ctx.log.info({ backup: name, ...obj }, msg);
+
+  const existing = await storage.stat(name, signal);
+  if (existing) {
+    // Published only after verification; check it again (cheap compared with a backup) and count it as this run's.
+    const opened = await openBackup({ storage, name, keys, signal });
+    log({ objects: opened.manifest.objects.length }, 'backup already published for this occurrence; verified, not written again');
+    const retention = await applyRetention(ctx, p, storage, signal);
+    return report(name, storage, true, opened.manifest, existing.sizeBytes, t0, retention);
+  }
+
+  const { clusterId, kubernetesVersion } = await clusterIdentity(client, signal);
+  const gauge = progressGauge();
+  let total = 0;
+  for await (const _ of selectObjects(client, targets, { pageSize: p.pageSize, metadataOnly: true, signal })) total++;
+  gauge.set({ schedule: occurrence.schedule, progress: 'total' }, total);
+  gauge.set({ schedule: occurrence.schedule, progress: 'done' }, 0);
+  log({ total, storage: storage.location, encrypted: !!kek }, 'backup started');
+
+  const createdAt = new Date();
+  const { tmp, manifest, manifestSha256 } = await writeArchive(ctx, p, client, targets, storage, name, kek, {
+    clusterId,
+    kubernetesVersion,
+    createdAt,
+    total,
+    onProgress: (done) => gauge.set({ schedule: occurrence.schedule, progress: 'done' }, done),
+  });
+
+  let published: 'published' | 'exists';
+  try {
+    if (signal.aborted) throw aborted(signal, `backup ${name}`);
+    const check = await openBackup({ storage, name: tmp, encrypted: kek !== undefined, keys, signal });
+    if (check.manifestSha256 !== manifestSha256 || check.manifest.objects.length !== manifest.objects.length) {
+      throw new BackupError('VERIFY', `backup ${name}: the stored manifest differs from the one written`);
+    }
+    let n = 0;
+    for await (const _ of check.objects({ signal })) n++;
+    if (n !== manifest.objects.length) throw new BackupError('VERIFY', `backup ${name}: read back ${n} of ${manifest.objects.length} objects`);
+    if (signal.aborted) throw aborted(signal, `backup ${name}`);
+    published = await storage.publish(tmp, name, signal);
+  } catch (e) {
+    await storage.remove(tmp).catch(() => undefined);
+    if (signal.aborted && !(e instanceof BackupError && e.code === 'ABORTED')) throw aborted(signal, `backup ${name}`);
+    throw e;
+  }
+  const stored = await storage.stat(name, signal);
+  log({ objects: manifest.objects.length, bytes: stored?.sizeBytes ?? 0, published }, published === 'published' ? 'backup verified and published' : 'backup already published by another claimant; ours discarded');
+  const retention = await applyRetention(ctx, p, storage, signal);
+  return report(name, storage, published === 'exists', manifest, stored?.sizeBytes ?? 0, t0, retention);
+}
+
+function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m: BackupManifest, bytes: number, t0: number, retention: BackupReport['retention']): BackupReport {
+  return {
+    name,
+    location: storage.location,
+    alreadyExisted,
+    objects: m.objects.length,
+    bytes,
+    encrypted: m.encryption !== null,
+    keyId: m.encryption?.keyId ?? null,
+    clusterId: m.clusterId,
+    counts: Object.fromEntries(Object.entries(m.counts).slice(0, 30)),
+    durationMs: Math.round(performance.now() - t0),
+    retention,
+  };
+}
+
+/** Deletes this schedule's backups beyond the retention limits (after a success only). */
+async function applyRetention(ctx: JobContext, p: CompiledBackup, storage: BackupStorage, signal: AbortSignal): Promise<BackupReport['retention']> {
+  if (!p.retention) return null;
+  const plan = planRetention(await storage.list(signal), ctx.occurrence.schedule, { count: p.retention.count, maxAgeMs: p.retention.maxAge }, Date.now());
+  for (const n of plan.delete) {
+    signal.throwIfAborted();
+    await storage.remove(n, signal);
+    ctx.log.info({ backup: n }, 'backup deleted by retention');
+  }
+  return { kept: plan.keep.length, deleted: plan.delete };
+}
+
+interface WriteMeta {
+  clusterId: string;
+  kubernetesVersion: string;
+  createdAt: Date;
+  total: number;
+  onProgress: (done: number) => void;
+}
+
+/** Streams the selection into a temporary archive in storage; returns its name and the manifest written. */
+async function writeArchive(
+  ctx: JobContext,
+  p: CompiledBackup,
+  client: KubeClient,
+  targets: readonly Target[],
+  storage: BackupStorage,
+  name: string,
+  kek: Buffer | undefined,
+  meta: WriteMeta,
+): Promise<{ tmp: string; manifest: BackupManifest; manifestSha256: string }> {
+  const { signal, occurrence } = ctx;
+  const pack = new Pack({ gzip: true, portable: true });
+  const tarStream = Readable.from(pack as AsyncIterable<Buffer>);
+  const body: Readable = kek ? (pipeline(tarStream, createEncryptStream(kek), () => undefined) as unknown as Readable) : tarStream;
+  const writing = storage.writeTemp(name, body, signal);
+  writing.catch(() => undefined); // awaited below; this only keeps an early failure from being unhandled
+  const pending: ReadEntry[] = [];
+  const objects: ManifestEntry[] = [];
+  const counts: Record<string, number> = {};
+  let lastLog = performance.now();
+  try {
+    for await (const { info, object } of selectObjects<KubeObject>(client, targets, { pageSize: p.pageSize, signal })) {
+      if (signal.aborted) throw aborted(signal, `backup ${name}`);
+      const md = object.metadata ?? {};
+      // List items of built-in kinds come without apiVersion/kind: write them so every file is a whole object.
+      const stored = stripObject({ ...object, apiVersion: info.apiVersion, kind: info.kind });
+      const data = Buffer.from(JSON.stringify(stored), 'utf8');
+      const entry: ManifestEntry = {
+        group: info.group,
+        version: info.version,
+        resource: info.resource,
+        kind: info.kind,
+        namespaced: info.namespaced,
+        ...(info.namespaced ? { namespace: md.namespace ?? '' } : {}),
+        name: md.name ?? '',
+        uid: md.uid ?? '',
+        sha256: createHash('sha256').update(data).digest('hex'),
+        path: objectPath({ group: info.group, version: info.version, resource: info.resource, namespace: info.namespaced ? md.namespace : undefined, name: md.name ?? '' }),
+      };
+      await addFile(pack, pending, writing, entry.path, data, meta.createdAt);
+      objects.push(entry);
+      const k = countKey(entry);
+      counts[k] = (counts[k] ?? 0) + 1;
+      if (objects.length % 100 === 0) meta.onProgress(objects.length);
+      if (performance.now() - lastLog > 5000) {
+        lastLog = performance.now();
+        ctx.log.info({ backup: name, done: objects.length, total: meta.total }, 'backup progress');
+      }
+    }
+    const manifest: BackupManifest = {
+      formatVersion: FORMAT_VERSION,
+      cronflockVersion: cronflockVersion(),
+      kubernetesVersion: meta.kubernetesVersion,
+      clusterId: meta.clusterId,
+      createdAt: meta.createdAt.toISOString(),
+      schedule: occurrence.schedule,
+      occurrence: occurrence.key,
+      dueTime: new Date(occurrence.dueMs).toISOString(),
+      manual: occurrence.manual,
+      name,
+      selection: { resourceSets: expandResourceSets(p.resourceSets).map(({ optional: _o, preset: _p, ...s }) => s) },
+      encryption: kek ? { algorithm: ALGORITHM, keyId: keyIdOf(kek) } : null,
+      objects,
+      counts,
+    };
+    const manifestBytes = Buffer.from(JSON.stringify(manifest), 'utf8');
+    await addFile(pack, pending, writing, MANIFEST_PATH, manifestBytes, meta.createdAt);
+    pack.end();
+    const tmp = await writing;
+    meta.onProgress(objects.length);
+    ctx.log.info({ backup: name, done: objects.length, total: meta.total }, 'backup written; verifying');
+    return { tmp, manifest, manifestSha256: createHash('sha256').update(manifestBytes).digest('hex') };
+  } catch (e) {
+    // Fail the upload (so it aborts, never completes a truncated file); the storage's pipeline may already have
+    // stopped listening, hence the no-op listener.
+    body.on('error', () => undefined);
+    body.destroy(e instanceof Error ? e : new Error(String(e)));
+    await writing.catch(() => undefined);
+    if (signal.aborted && !(e instanceof BackupError && e.code === 'ABORTED')) throw aborted(signal, `backup ${name}`);
+    throw e;
+  }
+}
