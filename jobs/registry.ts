@@ -6,11 +6,12 @@ import { backupJob } from './backup/index.js';
 import { cleanupJob } from './cleanup/index.js';
 import { httpJob } from './http.js';
 import { moduleJob } from './module.js';
+import { restoreJob } from './restore/index.js';
 import type { JobKind } from './types.js';
 
 /** Built-in kinds by name. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob, backupJob];
+export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob, backupJob, restoreJob];
 
 /** Looks a kind up by its `kind` value; undefined when unknown. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -5,6 +5,7 @@
  *   cronflock validate <path>    check schedule files; file:line:col errors; exit 1 when any file is refused
  *   cronflock next <path>        upcoming due times, fire times and window ends
  *   cronflock runs               run records from Redis
+ *   cronflock restore <backup>   restore a backup into a cluster (--dry-run: the plan only)
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync, statSync, watch } from 'node:fs';
@@ -22,6 +23,7 @@ import { fireTimeMs } from '../schedule/occurrence.js';
 import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
 import { addControlCommands } from './control-commands.js';
 import { addRbacCommand } from './rbac-command.js';
+import { addRestoreCommand } from './restore-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
@@ -294,6 +296,7 @@ for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start
 
 addControlCommands(program);
 addRbacCommand(program);
+addRestoreCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

@@ -1,0 +1,91 @@
+/**
+ * `kind: restore`: restores Kubernetes objects from a backup archive made by `kind: backup` (a local directory or
+ * S3, encrypted or not): verified in full first, planned with a server-side-apply dry run (recorded as the result
+ * when `dryRun: true`), applied in dependency order with owner references rewritten to the new uids, pruned within
+ * the backup's own selection when asked, under a flock-wide lock per target cluster, resumable after a re-claim.
+ * See run.ts for the rules.
+ */
+import path from 'node:path';
+import { createKubeClient, loadKubeConfig, type KubeClient } from '../../k8s/index.js';
+import type { KeySource } from '../backup/encryption.js';
+import { storageFor } from '../backup/storage.js';
+import type { JobKind } from '../types.js';
+import { openSource } from './open.js';
+import { RestoreError, runRestore, type RestoreReport } from './run.js';
+import { restoreJobSchema, type RestoreParams } from './schema.js';
+
+export { RestoreError, runRestore, clusterIdOf, FIELD_MANAGER, type RestoreReport, type RestorePlan, type RestoreOptions, type ActionCounts, type PruneCandidate } from './run.js';
+export { openSource, resolveBackupName, type OpenedSource } from './open.js';
+export { memorySource, type BackupSource, type MemoryObject } from './source.js';
+export { restoreJobSchema, type RestoreParams, LATEST_PREFIX } from './schema.js';
+
+/** Compiled parameters: the validated block with the kubeconfig, key-file and local-storage paths made absolute. */
+export type CompiledRestore = RestoreParams;
+
+/** The engine stores a result of at most 4 KB: longer lists in a report are cut to their first entries. */
+export function compactReport(r: RestoreReport, keep = 10): RestoreReport & { pruneOmitted?: number; protectedOmitted?: number } {
+  const out: RestoreReport & { pruneOmitted?: number; protectedOmitted?: number } = { ...r, plan: { ...r.plan } };
+  if (r.plan.prune.length > keep) {
+    out.plan.prune = r.plan.prune.slice(0, keep);
+    out.pruneOmitted = r.plan.prune.length - keep;
+  }
+  if (r.plan.protected.length > keep) {
+    out.plan.protected = r.plan.protected.slice(0, keep);
+    out.protectedOmitted = r.plan.protected.length - keep;
+  }
+  return out;
+}
+
+/** The keys a restore may use: the current one first, then older ones. */
+export function keySources(p: Pick<RestoreParams, 'encryption'>): KeySource[] {
+  return p.encryption ? [p.encryption.key, ...(p.encryption.previousKeys ?? [])] : [];
+}
+
+/** The client of the target cluster: the given kubeconfig/context, else kubectl's default loading or in-cluster. */
+export function restoreClient(p: Pick<RestoreParams, 'kubeconfig' | 'context' | 'qps'>): KubeClient {
+  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
+  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
+}
+
+/** Paths in a schedule file are relative to it: kubeconfig, key files and a local storage directory. */
+function compile(p: RestoreParams, baseDir: string): CompiledRestore {
+  const abs = (f: string): string => path.resolve(baseDir, f);
+  const key = (k: KeySource): KeySource => ('file' in k ? { file: abs(k.file) } : k);
+  return {
+    ...p,
+    ...(p.kubeconfig ? { kubeconfig: abs(p.kubeconfig) } : {}),
+    storage: p.storage.type === 'local' ? { ...p.storage, directory: abs(p.storage.directory) } : p.storage,
+    ...(p.encryption
+      ? { encryption: { key: key(p.encryption.key), ...(p.encryption.previousKeys ? { previousKeys: p.encryption.previousKeys.map(key) } : {}) } }
+      : {}),
+  };
+}
+
+/** The `restore` job kind. */
+export const restoreJob: JobKind<RestoreParams, CompiledRestore> = {
+  kind: 'restore',
+  schema: restoreJobSchema,
+  compile: async (params, ctx) => compile(params, ctx.baseDir),
+  run: async (ctx, p) => {
+    if (!p.dryRun && !ctx.coordination) throw new RestoreError('NO_LOCK', 'this runner gives jobs no coordination (Redis lock): a restore cannot run here');
+    const client = restoreClient(p);
+    const storage = await storageFor(p.storage, { client, signal: ctx.signal });
+    const opened = await openSource({ storage, backup: p.backup, keys: keySources(p), client, signal: ctx.signal });
+    const report = await runRestore({
+      client,
+      source: opened.source,
+      backupName: opened.name,
+      dryRun: p.dryRun,
+      prune: p.prune,
+      concurrency: p.concurrency,
+      crdTimeoutMs: p.crdTimeout,
+      ...(ctx.coordination
+        ? { lock: { coordination: ctx.coordination, ttlMs: p.lockTtl, waitMs: p.lockWait, owner: `${ctx.replica} (${ctx.occurrence.key})`, scope: ctx.occurrence.key } }
+        : {}),
+      signal: ctx.signal,
+      log: ctx.log,
+    });
+    ctx.log.info({ done: report.done, plan: report.plan.byKind, resumed: report.resumed }, report.dryRun ? 'restore planned (dry run)' : 'restore finished');
+    return compactReport(report);
+  },
+};
