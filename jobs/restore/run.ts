@@ -498,7 +498,10 @@ async function waitEstablished(ctx: Ctx, name: string): Promise<void> {
       { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name },
       { signal: ctx.signal },
     );
-    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
+    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) {
+      ctx.o.log.info({ crd: name, waitedMs: Math.round(performance.now() - (end - timeoutMs)) }, 'restore: CRD established');
+      return;
+    }
     if (performance.now() > end) throw new RestoreError('CRD_TIMEOUT', `CRD ${name} did not become Established within ${timeoutMs} ms; its objects were not applied`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -156,8 +156,15 @@ describe('restore', () => {
     expect(dry.plan.unvalidated).toBe(3);
     await expect(getObject(c, { apiVersion: 'v1', kind: 'Namespace', name: ns })).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
-    const report = await restore(source);
+    const log = memoryLog();
+    const report = await restore(source, { log });
     expect(report.done).toEqual(dry.plan.byKind);
+    // the wait for Established came before the step that applied the Gadgets (phase 4)
+    const msgs = log.lines.map((l) => l as { obj: { phase?: number; crd?: string }; msg?: string });
+    const waited = msgs.findIndex((l) => l.msg === 'restore: CRD established' && l.obj.crd === `gadgets.${group}`);
+    const gadgetStep = msgs.findIndex((l) => l.msg === 'restore: step applied' && l.obj.phase === 4);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    expect(waited).toBeLessThan(gadgetStep);
     const live = await getObject<KubeObject & { status: { conditions: { type: string; status: string; lastTransitionTime: string }[] } }>(c, {
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
