@@ -173,6 +173,26 @@ describe('backup, then cronflock restore', () => {
     expect(dry.stdout).toMatch(/ConfigMap\s+2\s+1\s+0\s+1/);
     expect(dry.stdout).toMatch(new RegExp(`prune: ConfigMap ${ns}/stray`));
     expect((await configMaps(ns)).map((o) => o.metadata?.name).sort()).toEqual(['a', 'stray']);
+    // the same plan with storage and keys taken from the backup schedule's blocks (--from, --schedule)
+    const file = join(dir, 'schedules.yaml');
+    writeFileSync(
+      file,
+      `schedules:
+  - name: e2e-dry
+    cron: "0 3 * * *"
+    job:
+      kind: backup
+      resourceSets: [{apiVersion: v1, kinds: [ConfigMap], namespaces: [${ns}]}]
+      storage: {type: local, directory: ./archives}
+      encryption: {key: {file: ./kek}}
+`,
+    );
+    const fromFile = cli(['latest:e2e-dry', '--from', file, '--schedule', 'e2e-dry', '--kubeconfig', controlPlane().users.admin.kubeconfig, '--dry-run', '--prune']);
+    expect(await fromFile.exited, fromFile.stderr).toBe(0);
+    expect(fromFile.stdout).toMatch(/ConfigMap\s+2\s+1\s+0\s+1/);
+    const notBackup = cli(['latest:e2e-dry', '--from', file, '--schedule', 'nope', '--dry-run']);
+    expect(await notBackup.exited).toBe(2);
+    expect(notBackup.stderr).toMatch(/--schedule: no schedule named nope in .*schedules\.yaml \(schedules: e2e-dry\)/);
     const real = cli([`latest:e2e-dry`, ...common(), '--prune', '--json']);
     expect(await real.exited, real.stderr).toBe(0);
     const report = JSON.parse(real.stdout) as RestoreReport;

@@ -73,6 +73,11 @@ describe('restore', () => {
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: ns }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } },
       { ...configMap(ns, 'orphan', { x: '1' }), metadata: { name: 'orphan', namespace: ns, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'gone', uid: '00000000-0000-0000-0000-000000000001' }] } },
     ]);
+    // an owner outside the backup that stays in the cluster
+    const [anchor] = await createAll(c, [configMap(ns, 'anchor', {})]);
+    await createAll(c, [
+      { ...configMap(ns, 'anchored', { y: '1' }), metadata: { name: 'anchored', namespace: ns, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'anchor', uid: anchor!.metadata!.uid! }] } },
+    ]);
     const refs: Ref[] = [
       { apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name: 'web' },
       { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'web-config' },
@@ -80,6 +85,7 @@ describe('restore', () => {
       { apiVersion: 'v1', kind: 'ServiceAccount', namespace: ns, name: 'runner' },
       { apiVersion: 'v1', kind: 'Service', namespace: ns, name: 'web' },
       { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'orphan' },
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'anchored' },
     ];
     const before = await snapshot(c, refs);
     const source = sourceOf(before, { resourceSets: [{ apiVersion: 'v1', namespaces: [ns] }, { apiVersion: 'apps/v1', namespaces: [ns] }] }, await clusterIdOf(c));
@@ -91,13 +97,14 @@ describe('restore', () => {
     const report = await restore(source);
     expect(report.done).toEqual({
       'Deployment.apps': { create: 1, update: 0, unchanged: 0, delete: 0 },
-      ConfigMap: { create: 2, update: 0, unchanged: 0, delete: 0 },
+      ConfigMap: { create: 3, update: 0, unchanged: 0, delete: 0 },
       Secret: { create: 1, update: 0, unchanged: 0, delete: 0 },
       ServiceAccount: { create: 1, update: 0, unchanged: 0, delete: 0 },
       Service: { create: 1, update: 0, unchanged: 0, delete: 0 },
     });
-    // the reference to an owner in neither the backup nor the cluster is dropped (the GC would delete the object)
-    expect(report.ownerReferences).toMatchObject({ rewritten: 1, live: 0, dropped: 1 });
+    // one reference rewritten to the restored owner, one kept to the live owner; the reference to an owner in
+    // neither the backup nor the cluster is dropped (the garbage collector would delete the object)
+    expect(report.ownerReferences).toMatchObject({ rewritten: 1, live: 1, dropped: 1 });
 
     const after = await snapshot(c, refs);
     for (let i = 0; i < refs.length; i++) {
@@ -119,6 +126,7 @@ describe('restore', () => {
       { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: newDep.metadata!.uid, controller: true, blockOwnerDeletion: true },
     ]);
     expect(cm.metadata?.ownerReferences?.[0]?.uid).not.toBe(dep!.metadata!.uid);
+    expect((after[6]!.object as KubeObject).metadata?.ownerReferences?.[0]?.uid).toBe(anchor!.metadata!.uid);
     // finalizers are restored as they were backed up, not stripped
     expect((after[2]!.object as KubeObject).metadata?.finalizers).toEqual(['example.com/keep']);
     await patchObject(c, refs[2]!, { metadata: { finalizers: null } });
