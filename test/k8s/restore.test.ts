@@ -266,6 +266,45 @@ describe('restore', () => {
     await patchObject(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'finalized' }, { metadata: { finalizers: null } });
   });
 
+  it('a prune interrupted by a lost lock resumes without deleting again what it already deleted', async () => {
+    const c = admin();
+    const ns = await testNamespace(c, 'rs-prune-resume');
+    await createAll(c, [configMap(ns, 'kept', {}, { app: 'p' })]);
+    const source = sourceOf(await snapshot(c, [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'kept' }]), {
+      resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap'], namespaces: [ns], labelSelector: 'app=p' }],
+    });
+    const N = 30;
+    await createAll(c, Array.from({ length: N }, (_, i) => configMap(ns, `stray-${String(i).padStart(2, '0')}`, {}, { app: 'p' })));
+    const scope = `test:${uniqueName()}`;
+    // a slow client (10 requests/s, one at a time) so the test can take the lock away in the middle of the prune
+    const slow = clientFor('admin', { qps: 10, burst: 1 });
+    const first = restore(source, { client: slow, prune: true, concurrency: 1, lock: { coordination, ttlMs: 5000, scope } });
+    let deletedFirst: string[] = [];
+    const t0 = Date.now();
+    for (;;) {
+      const keys = await redis.keys('{restore-test}:jobckpt:*');
+      const fields = keys.length === 1 ? await redis.hgetall(keys[0]!) : {};
+      deletedFirst = Object.keys(fields).filter((f) => f.startsWith('d:'));
+      if (deletedFirst.length >= 3) break;
+      if (Date.now() - t0 > 30_000) throw new Error('the prune did not start');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // the holder's lease lapses on the Redis clock: its next checkpoint write is refused and it stops
+    const clusterId = await clusterIdOf(c);
+    await redis.hset(coordination.lockKey(`restore:${clusterId}`), 'until', 0);
+    await expect(first).rejects.toMatchObject({ code: 'LOCK_LOST' });
+    const names = deletedFirst.map((f) => f.split('/').pop()!);
+    // someone re-creates the objects the first holder pruned: the resumed restore must leave them alone
+    await createAll(c, names.map((n) => configMap(ns, n, { again: 'yes' }, { app: 'p' })));
+
+    const second = await restore(source, { prune: true, lock: { coordination, ttlMs: 5000, scope } });
+    expect(second.fencingToken).toBeGreaterThan(1);
+    expect(second.resumed).toBeGreaterThanOrEqual(names.length + 1);
+    expect(second.done?.ConfigMap).toEqual({ create: 0, update: 0, unchanged: 1, delete: N });
+    const left = (await listAll<KubeObject>(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, labelSelector: 'app=p' })).items.map((i) => i.metadata?.name).sort();
+    expect(left).toEqual(['kept', ...names].sort());
+  });
+
   it('prune is off by default: objects outside the backup stay', async () => {
     const c = admin();
     const ns = await testNamespace(c, 'rs-noprune');
