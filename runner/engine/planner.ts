@@ -19,9 +19,17 @@
  *   Redis `hz` granularity; the prefetch absorbs both, and the worker then waits for the fire time on a local
  *   timer corrected to the Redis clock, and the claim script refuses any claim before the fire time.
  *
+ * - Planning is divided, not duplicated: each tick the replica renews its membership (heartbeat script) and
+ *   offers only the schedules it owns by rendezvous hashing over the live replicas that run the same
+ *   definitions (ownership.ts). A dead or stopped owner drops out after `membershipTtlMs`, which is shorter
+ *   than what it had already planned ahead (`lookaheadMs − prefetchMs − tickMs`), and the replica that gains a
+ *   schedule first offers its due times of the last `membershipTtlMs + 2 × tickMs` again: nothing falls
+ *   between two owners. Views that disagree for a tick cost duplicate offers, which the plan script absorbs.
+ *
  * Cost: schedules sit in a min-heap by next due time, so a tick touches only schedules with due occurrences,
- * not every registered schedule.
+ * not every registered schedule; with R replicas each offers about 1/R of them.
  */
+import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
@@ -30,6 +38,7 @@ import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { decide } from './dispositions.js';
 import { MinHeap } from './heap.js';
+import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type OccurrenceJobData } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
@@ -53,8 +62,15 @@ export class Planner {
   private running: Promise<void> | undefined;
   private stopped = false;
   private lastSweepMs = 0;
-  /** What this replica planned recently, offered again at each sweep (see {@link Planner.replanRecent}). */
-  private recent: { atMs: number; items: PlannedOccurrence[] }[] = [];
+  /** What this replica planned recently, offered again if Redis lost it (see {@link Planner.replanRecent}). */
+  private recent: { atMs: number; seq: number; items: PlannedOccurrence[] }[] = [];
+  /** Plan marks are `<incarnation>:<seq>`: a mark left by an earlier process with this replica id is not ours. */
+  private readonly incarnation = randomBytes(6).toString('hex');
+  private seq = 0;
+  /** Digest of the definitions this replica plans; planning is divided only among replicas that agree on it. */
+  private digest = '';
+  /** This replica's membership view of the latest tick (undefined before the first heartbeat). */
+  private view: OwnershipView | undefined;
   /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Host time (Date.now) of the last tick that completed; readiness checks it. */
@@ -79,6 +95,8 @@ export class Planner {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
     this.current = new Map(schedules.map((s) => [s.name, s]));
+    this.digest = definitionsDigest(schedules);
+    this.view = undefined;
     for (const s of schedules) {
       const wm = wms.get(s.name);
       // Resume after the watermark, but never later than now: occurrences between now and a watermark in the
@@ -122,14 +140,42 @@ export class Planner {
       }
     }
     this.current = next;
+    this.digest = definitionsDigest(schedules);
     return diff;
   }
 
-  /** Stops ticking and waits for a tick in flight. */
+  /** Stops ticking, waits for a tick in flight, and leaves the membership so others take this share at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    await this.store.leave(this.opts.replica).catch(() => undefined);
+  }
+
+  /** How long a membership lasts without a heartbeat: less than what an owner has planned ahead. */
+  private get membershipTtlMs(): number {
+    const o = this.opts;
+    return Math.max(2 * o.tickMs, o.lookaheadMs - o.prefetchMs - o.tickMs);
+  }
+
+  /**
+   * Renews this replica's membership and returns the schedules it gained since the previous view (none on the
+   * first view, which start() already covers from the watermarks).
+   */
+  private async refreshView(): Promise<{ view: OwnershipView; gained: EngineSchedule[] }> {
+    const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
+    const before = this.view;
+    const view = new OwnershipView(members, this.opts.replica, this.digest);
+    this.view = view;
+    const gained: EngineSchedule[] = [];
+    if (before && !before.sameAs(view)) {
+      for (const s of this.current.values()) if (!before.owns(s.name) && view.owns(s.name)) gained.push(s);
+      this.log.info(
+        { replicas: view.sharing.length || members.length, divided: view.divided, gained: gained.length },
+        'planning membership changed',
+      );
+    }
+    return { view, gained };
   }
 
   private schedule(delayMs: number): void {
@@ -152,11 +198,25 @@ export class Planner {
   async tick(): Promise<void> {
     this.counters.ticks++;
     await this.beforeTick?.();
+    const { view, gained } = await this.refreshView();
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: EngineSchedule; next: number }[] = [];
     const items: PlannedOccurrence[] = [];
     const advanced = new Map<string, number>();
+    // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
+    // or this replica saw the change before it did). Those that exist already cost one EXISTS each.
+    const since = now - this.membershipTtlMs - 2 * this.opts.tickMs;
+    for (const s of gained) {
+      if (!this.mayPlan(s)) continue;
+      const cands: { dueMs: number; fireMs: number }[] = [];
+      const cursor = this.cursors.get(s.name) ?? now;
+      for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
+        cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
+      }
+      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+      cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }));
+    }
     while ((this.heap.peekKey() ?? Infinity) <= until) {
       const { key: first, value: s } = this.heap.pop()!;
       if (this.current.get(s.name) !== s) continue; // replaced or removed by a reload
@@ -172,7 +232,8 @@ export class Planner {
       // A run-time suspension (`cronflock suspend`) is decided by the claim script at the fire time, not here:
       // occurrences planned ahead must still run if the schedule is resumed before they fire.
       // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
-      if (this.mayPlan(s)) {
+      // Schedules another replica owns only move on here: their owner offers them.
+      if (this.mayPlan(s) && view.owns(s.name)) {
         const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
         cands.forEach((c, i) =>
           items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
@@ -180,14 +241,16 @@ export class Planner {
       }
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
+    let seq = this.seq;
     try {
       await this.record(items);
+      seq = this.seq;
     } catch (err) {
       // Nothing advances: the same occurrences are offered again next tick (plan is idempotent).
       for (const { s, next } of popped) this.heap.push(next, s);
       throw err;
     }
-    if (items.length > 0) this.recent.push({ atMs: now, items });
+    if (items.length > 0) this.recent.push({ atMs: now, seq, items });
     for (const { s } of popped) {
       const last = advanced.get(s.name) ?? this.cursors.get(s.name)!;
       this.cursors.set(s.name, last);
@@ -203,15 +266,21 @@ export class Planner {
   }
 
   /**
-   * Offers again what this replica planned in the last `2 × sweepAfterMs`. The plan script is idempotent, so
-   * this costs one EXISTS per occurrence; it matters when Redis acknowledged a plan and then lost it (a
-   * Sentinel failover or a crash with `appendfsync everysec` drops the last writes): the planner has moved past
-   * those due times, so without this they would vanish with no record. Re-created ones run late or follow
-   * their starting deadline, and are logged.
+   * Offers again what this replica planned in the last `2 × sweepAfterMs` and Redis no longer has. It matters
+   * when Redis acknowledged a plan and then lost it (a Sentinel failover or a crash with `appendfsync everysec`
+   * drops the last writes): the planner has moved past those due times, so without this they would vanish with
+   * no record. Redis loses writes only as a suffix, so the plan mark tells which calls survived: usually all of
+   * them, for one HGET. Re-created ones run late or follow their starting deadline, and are logged.
    */
   private async replanRecent(now: number): Promise<void> {
     this.recent = this.recent.filter((b) => b.atMs >= now - 2 * this.opts.sweepAfterMs);
-    const created = await this.record(this.recent.flatMap((b) => b.items));
+    if (this.recent.length === 0) return;
+    const mark = await this.store.planMark(this.opts.replica);
+    const [incarnation, seq] = (mark ?? '').split(':');
+    const survived = incarnation === this.incarnation ? Number(seq) : -1;
+    const lost = this.recent.filter((b) => b.seq > survived);
+    if (lost.length === 0) return;
+    const created = await this.record(lost.flatMap((b) => b.items));
     if (created > 0) this.log.warn({ count: created }, 're-planned occurrences whose records Redis had lost');
   }
 
@@ -227,6 +296,7 @@ export class Planner {
         horizonMs: this.opts.horizonMs,
         retentionMs: this.opts.retentionMs,
         replica: this.opts.replica,
+        mark: `${this.incarnation}:${++this.seq}`,
       });
       if (toEnqueue.length + finals.length === 0) continue;
       created += toEnqueue.length + finals.length;

@@ -50,6 +50,18 @@ export class Keyspace {
   get watermarks(): string {
     return `${this.ns}:wm`;
   }
+  /** HASH replica → its latest plan mark (`<incarnation>:<seq>`): which of its plan calls Redis still has. */
+  get planMarks(): string {
+    return `${this.ns}:planmarks`;
+  }
+  /** ZSET of live replicas scored by membership expiry (Redis time, ms): who shares the planning. */
+  get replicas(): string {
+    return `${this.ns}:replicas`;
+  }
+  /** HASH replica → digest of the definitions it runs: planning is shared only among replicas that agree. */
+  get replicaDigests(): string {
+    return `${this.ns}:replicas:digest`;
+  }
   /** ZSET of a schedule's claimed occurrences scored by lease end: what the concurrency policy sees. */
   active(schedule: string): string {
     return `${this.ns}:active:${schedule}`;

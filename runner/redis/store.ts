@@ -5,9 +5,10 @@ import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
 import { claimScript, enqueueManualScript } from './scripts/claim.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
+import { heartbeatScript } from './scripts/membership.js';
 import { planScript } from './scripts/plan.js';
 
-const SCRIPTS = [planScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript, enqueueManualScript];
+const SCRIPTS = [planScript, heartbeatScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript, enqueueManualScript];
 
 /** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
 export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
@@ -76,18 +77,19 @@ export class Store {
   }
 
   /**
-   * Records occurrences idempotently (first writer wins).
+   * Records occurrences idempotently (first writer wins). With `mark`, the call also stores it as the replica's
+   * plan mark (see {@link Store.planMark}).
    * @returns keys newly recorded as scheduled (to enqueue), and keys newly recorded missed or skipped.
    */
   async plan(
     items: readonly PlannedOccurrence[],
-    o: { horizonMs: number; retentionMs: number; replica: string },
+    o: { horizonMs: number; retentionMs: number; replica: string; mark?: string },
   ): Promise<{ toEnqueue: string[]; finals: string[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica];
+    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? ''];
     for (const it of items) args.push(it.schedule, it.dueMs, it.fireMs, it.key, it.disposition, it.reason);
-    const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, ...args)) as string[];
+    const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
     const bar = out.lastIndexOf('|');
     return { toEnqueue: out.slice(0, bar), finals: out.slice(bar + 1) };
   }
@@ -258,6 +260,28 @@ export class Store {
       res.push({ key: out[i]!, schedule: out[i + 1]!, dueMs: Number(out[i + 2]), fireMs: Number(out[i + 3]), origin: out[i + 4] as Origin });
     }
     return res;
+  }
+
+  /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */
+  async planMark(replica: string): Promise<string | null> {
+    return this.redis.hget(this.keys.planMarks, replica);
+  }
+
+  /**
+   * Membership heartbeat: (re)registers `replica` with its definitions `digest` until `ttlMs` from now on the
+   * Redis clock, drops members whose registration expired, and returns the live members (this one included).
+   */
+  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
+    const k = this.keys;
+    const out = (await this.fns[heartbeatScript.name]!(k.replicas, k.replicaDigests, replica, digest, ttlMs)) as string[];
+    const res = [];
+    for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
+    return res;
+  }
+
+  /** Leaves the membership at once (graceful stop), so the others take this replica's share at their next tick. */
+  async leave(replica: string): Promise<void> {
+    await this.redis.multi().zrem(this.keys.replicas, replica).hdel(this.keys.replicaDigests, replica).exec();
   }
 
   /** Planning watermarks (latest planned due time, ms) for the given schedules; absent ones are undefined. */

@@ -4,6 +4,7 @@
  * records agree with what the HTTP receiver saw.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Keyspace } from '../../runner/redis/keys.js';
 import { Flock, sleep } from '../support/flock.js';
 
 /** Generous on a shared 2-core machine; the benchmark measures the real figure. */
@@ -81,5 +82,45 @@ describe('a flock of three replicas', () => {
     // No leader: the work is shared.
     const replicas = new Set(expected.map((e) => byKey.get(`${e.schedule}@${new Date(e.dueMs).toISOString()}`)!.replica));
     expect(replicas.size).toBeGreaterThanOrEqual(2);
+
+    // Planning is divided, not repeated: with a stable membership each schedule's occurrences are recorded by
+    // one replica (its owner), and the schedules are spread over the replicas.
+    const late10 = expected.filter((e) => e.dueMs >= t0 + 10_000);
+    const plannedBy = await Promise.all(
+      late10.map((e) => flock.redisClient.hget(new Keyspace().occurrence(`${e.schedule}@${new Date(e.dueMs).toISOString()}`), 'plannedBy')),
+    );
+    const owners = new Map<string, Set<string>>();
+    late10.forEach((e, i) => owners.set(e.schedule, (owners.get(e.schedule) ?? new Set()).add(plannedBy[i] ?? '?')));
+    const shared = [...owners].filter(([, by]) => by.size !== 1).map(([name, by]) => `${name}: ${[...by].join(',')}`);
+    expect(shared).toEqual([]);
+    expect(new Set([...owners.values()].map((by) => [...by][0])).size).toBeGreaterThanOrEqual(2);
+  });
+
+  it('takes over the planning of a SIGKILLed replica: every later occurrence still runs exactly once', async () => {
+    const victim = flock.replicas[2]!;
+    const keys = new Keyspace();
+    // Schedules the victim plans now (their latest records name it).
+    const latest = await Promise.all(
+      schedules.map(async (s) => {
+        const [key] = await flock.redisClient.zrevrange(keys.runs(s.name), 0, 0);
+        return key ? flock.redisClient.hget(keys.occurrence(key), 'plannedBy') : null;
+      }),
+    );
+    const victims = schedules.filter((_, i) => latest[i] === victim.name);
+    expect(victims.length).toBeGreaterThan(0);
+    victim.signal('SIGKILL');
+    const t0 = Math.ceil(Date.now() / 1000) * 1000;
+    const t1 = t0 + 15_000;
+    await sleep(t1 + 5000 + 8000 - Date.now());
+    const counts = flock.receiver.countByOccurrence();
+    const missing: string[] = [];
+    for (const s of victims) {
+      const step = s.periodS * 1000;
+      for (let d = Math.ceil(t0 / step) * step; d <= t1; d += step) {
+        const key = `${s.name}@${new Date(d).toISOString()}`;
+        if (counts.get(key) !== 1) missing.push(`${key}: ${counts.get(key) ?? 0} deliveries`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });

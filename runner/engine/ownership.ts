@@ -1,0 +1,92 @@
+/**
+ * Which replica offers a schedule's occurrences first: rendezvous (highest-random-weight) hashing of the
+ * schedule name over the live replicas that run the same definitions.
+ *
+ * This divides planning work only. Occurrences are still recorded by the idempotent `plan` script and claimed by
+ * the claim script, so two replicas that both think they own a schedule cost a duplicate offer, and a schedule
+ * that nobody owns for a moment is covered by the take-over rule of the planner (a replica that gains a schedule
+ * offers its recent due times again). Rendezvous hashing moves only the departed replica's schedules when one
+ * leaves, and only the newcomer's share when one joins (Thaler & Ravishankar, 1998).
+ *
+ * Replicas that disagree on the definitions (a rollout in progress) do not divide: every replica then offers
+ * every schedule it may plan, as if alone, until their digests agree again.
+ */
+import { createHash } from 'node:crypto';
+
+/** One live member as the heartbeat script returns it. */
+export interface Member {
+  replica: string;
+  digest: string;
+}
+
+/**
+ * Digest of a replica's definitions: sha256 (hex, first 32 chars) over the sorted `name=definitionHash` lines.
+ * Equal digests mean the replicas would plan the same occurrences.
+ */
+export function definitionsDigest(schedules: readonly { name: string; definitionHash?: string }[]): string {
+  const lines = schedules.map((s) => `${s.name}=${s.definitionHash ?? ''}`).sort();
+  const h = createHash('sha256');
+  for (const l of lines) h.update(l).update('\n');
+  return h.digest('hex').slice(0, 32);
+}
+
+/** 32-bit FNV-1a of a string (UTF-16 code units): fast, stable across processes and platforms. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  // Final avalanche (murmur3 fmix32), so that names differing in one character spread over all replicas.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** One replica's view of the membership at one tick. Immutable. */
+export class OwnershipView {
+  /** Replica ids sharing the planning (sorted); empty when planning is not divided. */
+  readonly sharing: readonly string[];
+
+  /**
+   * @param members the live members (from the heartbeat), this replica included.
+   * @param self this replica's id.
+   * @param digest this replica's {@link definitionsDigest}.
+   */
+  constructor(
+    members: readonly Member[],
+    readonly self: string,
+    digest: string,
+  ) {
+    const agree = members.length > 0 && members.every((m) => m.digest === digest) && members.some((m) => m.replica === self);
+    this.sharing = agree ? members.map((m) => m.replica).sort() : [];
+  }
+
+  /** True when planning is divided among several replicas. */
+  get divided(): boolean {
+    return this.sharing.length > 1;
+  }
+
+  /** True when this replica offers `schedule`'s occurrences (always, when planning is not divided). */
+  owns(schedule: string): boolean {
+    if (!this.divided) return true;
+    let best = '';
+    let bestWeight = -1;
+    for (const r of this.sharing) {
+      const w = fnv1a(`${schedule}\u0000${r}`);
+      if (w > bestWeight || (w === bestWeight && r < best)) {
+        best = r;
+        bestWeight = w;
+      }
+    }
+    return best === this.self;
+  }
+
+  /** True when both views divide among the same replicas (or neither divides). */
+  sameAs(other: OwnershipView): boolean {
+    return this.sharing.length === other.sharing.length && this.sharing.every((r, i) => r === other.sharing[i]);
+  }
+}
