@@ -57,6 +57,9 @@ interface ActiveRun {
   holder: ClaimHolder;
 }
 
+/** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
+const FIRE_MARGIN_MS = 2;
+
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal.aborted) return resolve();
@@ -212,8 +215,10 @@ export class Executor {
       return;
     }
 
-    // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back.
-    await sleep(this.clock.delayUntil(d.fireMs), this.stopping.signal);
+    // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back. The
+    // margin covers the timer's and the clock estimate's millisecond rounding: without it most first claims
+    // arrived 0–2 ms early and were refused ('early'), a second claim round trip for ~75 % of occurrences.
+    await sleep(this.clock.delayUntil(d.fireMs) + FIRE_MARGIN_MS, this.stopping.signal);
     let claim;
     for (;;) {
       if (this.stopping.signal.aborted) return this.giveBack(job, token);
