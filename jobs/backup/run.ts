@@ -21,7 +21,6 @@ import { dirname, join } from 'node:path';
 import { Readable, pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Gauge, register } from 'prom-client';
-import { Header, Pack, ReadEntry } from 'tar';
 import { clusterIdentity } from '../../k8s/cluster.js';
 import { createKubeClient, loadKubeConfig, type KubeClient, type KubeObject } from '../../k8s/index.js';
 import type { JobContext } from '../types.js';
@@ -40,6 +39,7 @@ import {
 import { expandResourceSets } from './presets.js';
 import { openBackup } from './reader.js';
 import { planRetention } from './retention.js';
+import { TarGzWriter } from './tarball.js';
 import type { BackupParams } from './schema.js';
 import { resolveTargets, selectObjects, type Target } from './selection.js';
 import { storageFor } from './storage.js';
@@ -103,20 +103,12 @@ function countKey(e: Pick<ManifestEntry, 'resource' | 'group'>): string {
   return e.group ? `${e.resource}.${e.group}` : e.resource;
 }
 
-const MAX_PENDING_ENTRIES = 16;
-
-/** Adds one file to the tar stream; waits while too many files are queued (backpressure from the consumer). */
-async function addFile(pack: Pack, pending: ReadEntry[], writing: Promise<unknown>, path: string, data: Buffer, mtime: Date): Promise<void> {
-  const entry = new ReadEntry(new Header({ path, mode: 0o644, size: data.length, mtime, type: 'File' }));
-  entry.end(data);
-  const ended = new Promise<void>((r) => entry.once('end', () => r()));
-  pending.push(entry);
-  void ended.then(() => pending.splice(pending.indexOf(entry), 1));
-  pack.write(entry);
-  // While writing goes on, `writing` can only settle by failing: stop waiting then (its error is thrown).
-  while (pending.length > MAX_PENDING_ENTRIES) {
-    await Promise.race([new Promise<void>((r) => pending[0]!.once('end', () => r())), writing.then(() => Promise.reject(new BackupError('STORAGE', 'storage stopped reading the archive early')))]);
-  }
+/**
+ * Adds one file to the archive, waiting while the storage is behind. While the archive is being written,
+ * `writing` can only settle by failing: then stop waiting and throw its error.
+ */
+async function addFile(tar: TarGzWriter, writing: Promise<unknown>, path: string, data: Buffer, mtime: Date): Promise<void> {
+  await Promise.race([tar.add(path, data, mtime), writing.then(() => Promise.reject(new BackupError('STORAGE', 'storage stopped reading the archive early')))]);
 }
 
 function aborted(signal: AbortSignal, what: string): BackupError {
@@ -240,12 +232,10 @@ async function writeArchive(
   meta: WriteMeta,
 ): Promise<{ tmp: string; manifest: BackupManifest; manifestSha256: string }> {
   const { signal, occurrence } = ctx;
-  const pack = new Pack({ gzip: true, portable: true });
-  const tarStream = Readable.from(pack as AsyncIterable<Buffer>);
-  const body: Readable = kek ? (pipeline(tarStream, createEncryptStream(kek), () => undefined) as unknown as Readable) : tarStream;
+  const tar = new TarGzWriter();
+  const body: Readable = kek ? (pipeline(tar.stream, createEncryptStream(kek), () => undefined) as unknown as Readable) : tar.stream;
   const writing = storage.writeTemp(name, body, signal);
   writing.catch(() => undefined); // awaited below; this only keeps an early failure from being unhandled
-  const pending: ReadEntry[] = [];
   const objects: ManifestEntry[] = [];
   const counts: Record<string, number> = {};
   let lastLog = performance.now();
@@ -268,7 +258,7 @@ async function writeArchive(
         sha256: createHash('sha256').update(data).digest('hex'),
         path: objectPath({ group: info.group, version: info.version, resource: info.resource, namespace: info.namespaced ? md.namespace : undefined, name: md.name ?? '' }),
       };
-      await addFile(pack, pending, writing, entry.path, data, meta.createdAt);
+      await addFile(tar, writing, entry.path, data, meta.createdAt);
       objects.push(entry);
       const k = countKey(entry);
       counts[k] = (counts[k] ?? 0) + 1;
@@ -295,8 +285,8 @@ async function writeArchive(
       counts,
     };
     const manifestBytes = Buffer.from(JSON.stringify(manifest), 'utf8');
-    await addFile(pack, pending, writing, MANIFEST_PATH, manifestBytes, meta.createdAt);
-    pack.end();
+    await addFile(tar, writing, MANIFEST_PATH, manifestBytes, meta.createdAt);
+    await tar.end();
     const tmp = await writing;
     meta.onProgress(objects.length);
     ctx.log.info({ backup: name, done: objects.length, total: meta.total }, 'backup written; verifying');
