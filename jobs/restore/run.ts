@@ -2,9 +2,10 @@
  * One restore: read the whole backup (verified by the reader), plan with a server-side-apply dry run, then apply
  * in order under a flock-wide lock, prune if asked, and report.
  *
- * - **Plan.** For every object: read the live one (absent: `create`), then server-side apply it with
- *   `dryRun=All`; the answer compared with the live object (content only: resourceVersion, generation,
- *   managedFields, creationTimestamp, uid and status aside) says `update` or `unchanged`. Objects the dry run
+ * - **Plan.** Read the live objects (one paged list per kind and namespace with more than five objects in the
+ *   backup, else one read per object; absent: `create`), then server-side apply each with `dryRun=All`; the answer
+ *   compared with the live object (content only: resourceVersion, generation, managedFields, creationTimestamp,
+ *   uid and status aside) says `update` or `unchanged`. The plan keeps each object's live uid and content hash. Objects the dry run
  *   cannot check because this restore first creates what they need (their CRD, their namespace) are counted
  *   `create` and `unvalidated`. Any other refusal (invalid object, missing namespace that the backup does not
  *   have, forbidden) fails the restore before any write, with one line per object. Prune candidates are computed
@@ -12,8 +13,9 @@
  * - **Apply.** Server-side apply, field manager `cronflock`, `force: true`: a restore makes the objects what the
  *   backup says, so fields another manager (kubectl, a controller) took over are taken back instead of failing
  *   with 409 conflicts. Same order as order.ts; after the CRD phase, each CRD must report `Established` before
- *   anything else is applied. Counts use the same comparison as the plan, so the plan's counts are what the
- *   restore does when nothing changed in between.
+ *   anything else is applied. One request per object: counts compare the apply's answer with what the plan saw
+ *   (same uid and content hash: `unchanged`; same uid: `update`; otherwise `create`), so the plan's counts are
+ *   what the restore does when nothing changed in between.
  * - **Owner references.** An owner in the backup is applied first and the reference gets its new uid; an owner
  *   not in the backup but present in the cluster (same kind, name, namespace) keeps the reference with the live
  *   uid; any other reference is dropped (and counted): a reference to a missing owner would let the garbage
@@ -39,6 +41,7 @@ import {
   deleteObject,
   getObject,
   isK8sError,
+  listPages,
   serverSideApply,
   type KubeClient,
   type KubeObject,
@@ -210,7 +213,13 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
     if (saved) plan = JSON.parse(saved) as RestorePlan;
     else {
       plan = await makePlan(ctx, steps, objectOf);
-      await checkpoints?.set({ plan: JSON.stringify(plan) });
+      if (checkpoints) {
+        const seen = [...ctx.seen.entries()];
+        for (let i = 0; i < seen.length; i += 500) {
+          await checkpoints.set(Object.fromEntries(seen.slice(i, i + 500).map(([path, v]) => [`l:${path}`, v ? `${v.uid} ${v.hash}` : '-'])));
+        }
+        await checkpoints.set({ plan: JSON.stringify(plan) });
+      }
     }
     const report: RestoreReport = {
       backup: o.backupName,
@@ -257,6 +266,8 @@ class Ctx {
   readonly uidMap = new Map<string, string>();
   readonly crdNames: Set<string>;
   readonly backupNamespaces: Set<string>;
+  /** Per object path: the live object's uid and content hash when planned (null: absent). */
+  readonly seen = new Map<string, Seen | null>();
   private readonly nsExists = new Map<string, Promise<boolean>>();
 
   constructor(
@@ -287,6 +298,16 @@ class Ctx {
       this.nsExists.set(ns, p);
     }
     return p;
+  }
+
+  /** What the plan saw of an object: from this run's plan, or from the checkpoints of the one resumed. */
+  seenAtPlan(path: string): Seen | null {
+    const mine = this.seen.get(path);
+    if (mine !== undefined) return mine;
+    const saved = this.state.get(`l:${path}`);
+    if (!saved || saved === '-') return null;
+    const [uid, hash] = saved.split(' ') as [string, string];
+    return { uid, hash };
   }
 
   /** True when the backup has the CRD that defines this entry's kind. */
@@ -352,13 +373,14 @@ async function liveOwnerUid(ctx: Ctx, r: { apiVersion: string; kind: string; nam
   }
 }
 
-/** Content of an object for "did anything change": server-owned metadata and status aside. */
+/** Hash of an object's content for "did anything change": server-owned metadata and status aside. */
 function content(obj: KubeObject | undefined): string {
   if (!obj) return '';
-  const { status: _status, ...rest } = obj as KubeObject & { status?: unknown };
+  // apiVersion and kind aside too: list items do not carry them
+  const { status: _status, apiVersion: _a, kind: _k, ...rest } = obj as KubeObject & { status?: unknown };
   const md = { ...(rest.metadata ?? {}) } as Record<string, unknown>;
   for (const f of ['resourceVersion', 'generation', 'managedFields', 'creationTimestamp', 'uid', 'selfLink']) delete md[f];
-  return stableJson({ ...rest, metadata: md });
+  return createHash('sha256').update(stableJson({ ...rest, metadata: md })).digest('hex').slice(0, 32);
 }
 
 function stableJson(v: unknown): string {
@@ -370,6 +392,55 @@ function stableJson(v: unknown): string {
       .join(',')}}`;
   }
   return JSON.stringify(v);
+}
+
+/** What the plan keeps of a live object. */
+interface Seen {
+  uid: string;
+  /** {@link content} hash. */
+  hash: string;
+}
+
+function seenOf(obj: KubeObject | undefined): Seen | null {
+  return obj ? { uid: obj.metadata?.uid ?? '', hash: content(obj) } : null;
+}
+
+/**
+ * Reads the live objects of the backup's kinds and namespaces with one paged list per (kind, namespace) that has
+ * more than a few objects in the backup, instead of one read per object; records each backed-up object's uid and
+ * content hash (or absence) in `ctx.seen`. Kinds not served yet (CRDs of the backup) and missing namespaces are
+ * left to the per-object path.
+ */
+async function indexLive(ctx: Ctx, entries: ManifestEntry[]): Promise<void> {
+  const groups = new Map<string, ManifestEntry[]>();
+  for (const e of entries) {
+    const k = `${e.group}/${e.version}/${e.kind}/${e.namespace ?? ''}`;
+    const g = groups.get(k);
+    if (g) g.push(e);
+    else groups.set(k, [e]);
+  }
+  for (const g of groups.values()) {
+    if (g.length <= 5) continue;
+    const e = g[0]!;
+    if (e.namespace && !(await ctx.namespaceExists(e.namespace))) continue;
+    const byName = new Map(g.map((x) => [x.name, x]));
+    const found = new Map<string, Seen>();
+    try {
+      for await (const page of listPages<KubeObject>(ctx.client, {
+        apiVersion: e.group ? `${e.group}/${e.version}` : e.version,
+        kind: e.kind,
+        ...(e.namespaced ? { namespace: e.namespace! } : {}),
+        signal: ctx.signal,
+      })) {
+        if (page.index === 0) found.clear();
+        for (const o of page.items) if (byName.has(o.metadata?.name ?? '')) found.set(o.metadata!.name!, seenOf(o)!);
+      }
+    } catch (err) {
+      if (isK8sError(err, 'RESOURCE_UNKNOWN')) continue;
+      throw err;
+    }
+    for (const x of g) ctx.seen.set(x.path, found.get(x.name) ?? null);
+  }
 }
 
 async function getLive(ctx: Ctx, entry: ManifestEntry, obj: KubeObject): Promise<KubeObject | undefined> {
@@ -402,6 +473,7 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
 async function makePlan(ctx: Ctx, steps: Step<ManifestEntry>[], objectOf: Map<ManifestEntry, KubeObject>): Promise<RestorePlan> {
   const plan: RestorePlan = { byKind: {}, unvalidated: 0, prune: [], protected: [] };
   const refused: string[] = [];
+  await indexLive(ctx, steps.flatMap((s) => s.items.map((i) => i.entry)));
   for (const step of steps) {
     await pool(step.items, ctx.o.concurrency ?? 5, async ({ entry }: OrderItem) => {
       const stored = objectOf.get(entry)!;
@@ -413,9 +485,9 @@ async function makePlan(ctx: Ctx, steps: Step<ManifestEntry>[], objectOf: Map<Ma
         } else refused.push(`${describe(entry)}: namespace ${entry.namespace} does not exist and the backup has no Namespace ${entry.namespace}: create it first`);
         return;
       }
-      let live: KubeObject | undefined;
+      let live: Seen | null;
       try {
-        live = await getLive(ctx, entry, stored);
+        live = ctx.seen.has(entry.path) ? ctx.seen.get(entry.path)! : seenOf(await getLive(ctx, entry, stored));
       } catch (e) {
         if (isK8sError(e, 'RESOURCE_UNKNOWN') && ctx.crdInBackup(entry)) {
           bump(plan.byKind, key, 'create');
@@ -435,7 +507,8 @@ async function makePlan(ctx: Ctx, steps: Step<ManifestEntry>[], objectOf: Map<Ma
       }
       // Dependents planned later see the uid their owner would have (the live one, or the dry run's).
       if (answer.metadata?.uid) ctx.uidMap.set(entry.uid, answer.metadata.uid);
-      bump(plan.byKind, key, !live ? 'create' : content(live) === content(answer) ? 'unchanged' : 'update');
+      ctx.seen.set(entry.path, live);
+      bump(plan.byKind, key, !live ? 'create' : live.hash === content(answer) ? 'unchanged' : 'update');
     });
   }
   if (refused.length > 0) {
@@ -525,9 +598,11 @@ async function applyAll(ctx: Ctx, steps: Step<ManifestEntry>[], objectOf: Map<Ma
       let action: keyof ActionCounts;
       let result: KubeObject;
       try {
-        const live = await getLive(ctx, entry, stored);
         result = await serverSideApply(ctx.client, await prepare(ctx, entry, stored, false), { fieldManager: FIELD_MANAGER, force: true, signal: ctx.signal });
-        action = !live ? 'create' : content(live) === content(result) ? 'unchanged' : 'update';
+        // Counted against what the plan saw (no read before each apply): absent then, or another uid now
+        // (deleted and re-created since), is a create.
+        const seen = ctx.seenAtPlan(entry.path);
+        action = !seen || seen.uid !== result.metadata?.uid ? 'create' : seen.hash === content(result) ? 'unchanged' : 'update';
       } catch (e) {
         if (ctx.signal.aborted) throw e;
         throw new RestoreError('APPLY', `applying ${describe(entry)} failed: ${(e as Error).message} (what was applied is checkpointed; run the restore again to resume)`, { cause: e });

@@ -198,8 +198,10 @@ describe('restore', () => {
       configMap(ns, 'changed', { v: '1' }, { set: 'a' }),
       configMap(ns, 'gone', { v: '1' }, { set: 'a' }),
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's1', namespace: ns, labels: { set: 'a' } }, stringData: { k: 'v' } },
+      // more than five ConfigMaps: the plan reads them with one list (the Secret with one read)
+      ...[1, 2, 3, 4].map((i) => configMap(ns, `same-${i}`, { v: String(i) }, { set: 'a' })),
     ]);
-    const refs: Ref[] = ['same', 'changed', 'gone'].map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name }));
+    const refs: Ref[] = ['same', 'changed', 'gone', 'same-1', 'same-2', 'same-3', 'same-4'].map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name }));
     const source = sourceOf(await snapshot(c, [...refs, { apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 's1' }]), sel);
     // after the backup: one changed, one deleted, the Secret deleted, two new ones (one in the selection)
     await patchObject(c, refs[1]!, { data: { v: '2' } });
@@ -209,7 +211,7 @@ describe('restore', () => {
 
     const dry = await restore(source, { dryRun: true, prune: true });
     expect(dry.plan.byKind).toEqual({
-      ConfigMap: { create: 1, update: 1, unchanged: 1, delete: 1 },
+      ConfigMap: { create: 1, update: 1, unchanged: 5, delete: 1 },
       Secret: { create: 1, update: 0, unchanged: 0, delete: 0 },
     });
     expect(dry.plan.prune.map((p) => p.name)).toEqual(['extra']);
@@ -221,12 +223,12 @@ describe('restore', () => {
     expect(real.plan.byKind).toEqual(dry.plan.byKind);
     expect(real.done).toEqual(dry.plan.byKind);
     const names = (await listAll<KubeObject>(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns })).items.map((i) => i.metadata?.name).sort();
-    expect(names).toEqual(['changed', 'gone', 'other', 'same']);
+    expect(names).toEqual(['changed', 'gone', 'other', 'same', 'same-1', 'same-2', 'same-3', 'same-4']);
     const changed = await getObject<KubeObject & { data: Record<string, string> }>(c, refs[1]!);
     expect(changed.data).toEqual({ v: '1' });
     // again: everything unchanged now
     const again = await restore(source, { prune: true });
-    expect(again.done).toEqual({ ConfigMap: { create: 0, update: 0, unchanged: 3, delete: 0 }, Secret: { create: 0, update: 0, unchanged: 1, delete: 0 } });
+    expect(again.done).toEqual({ ConfigMap: { create: 0, update: 0, unchanged: 7, delete: 0 }, Secret: { create: 0, update: 0, unchanged: 1, delete: 0 } });
   });
 
   it('prune removes only objects inside the selection, never a protected one, and lists both in the plan first', async () => {
