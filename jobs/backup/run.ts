@@ -203,7 +203,8 @@ function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m
 /** Deletes this schedule's backups beyond the retention limits (after a success only). */
 async function applyRetention(ctx: JobContext, p: CompiledBackup, storage: BackupStorage, signal: AbortSignal): Promise<BackupReport['retention']> {
   if (!p.retention) return null;
-  const plan = planRetention(await storage.list(signal), ctx.occurrence.schedule, { count: p.retention.count, maxAgeMs: p.retention.maxAge }, Date.now());
+  // Ages are measured from this attempt's start on the Redis clock (the flock's one clock), not the host's.
+  const plan = planRetention(await storage.list(signal), ctx.occurrence.schedule, { count: p.retention.count, maxAgeMs: p.retention.maxAge }, ctx.occurrence.startMs);
   for (const n of plan.delete) {
     signal.throwIfAborted();
     await storage.remove(n, signal);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupName, localStorage, openBackup, STRIPPED_METADATA_FIELDS, type BackupManifest } from '../../jobs/backup/index.js';
 import { createObject, getObject, type KubeClient, type KubeObject } from '../../k8s/index.js';
 import { backupContext, runBackupJob } from './backup-support.js';
-import { configMap, createAll } from './fixtures.js';
+import { configMap, createAll, installCrd } from './fixtures.js';
 import { clientFor, controlPlane, testNamespace } from './harness.js';
 
 let admin: KubeClient;
@@ -175,6 +175,36 @@ describe('backup: archive and manifest', () => {
     fs.writeFileSync(victim, fs.readFileSync(victim, 'utf8').replace('"k":"B"', '"k":"b"'));
     await tar.c({ gzip: true, file: path.join(tampered, report.name), cwd: out }, [...manifest.objects.map((o) => o.path), 'manifest.json']);
     await expect(openBackup({ storage: localStorage({ directory: tampered }), name: report.name })).resolves.toBeDefined();
+  });
+});
+
+describe('backup: selection', () => {
+  it('cluster-config preset: CRDs, non-system RBAC, namespaces but kube-*; CRD kinds through discovery with kindsRegexp', async () => {
+    const group = `bk${randomBytes(3).toString('hex')}.example.com`;
+    await installCrd(admin, { group, version: 'v1', kind: 'Widget', plural: 'widgets', scope: 'Namespaced' });
+    await createObject(admin, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 3 } });
+    await createObject(admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${group}-reader` }, rules: [] });
+    const dir = freshDir('presets');
+    const report = await runBackupJob({
+      resourceSets: [{ preset: 'cluster-config' }, { apiVersion: `${group}/v1`, kindsRegexp: '^wid', namespaceRegexp: `^${ns}$` }],
+      storage: { type: 'local', directory: dir },
+    });
+    const { manifest } = await openBackup({ storage: localStorage({ directory: dir }), name: report.name });
+    const paths = manifest.objects.map((o) => o.path);
+    expect(paths).toContain(`customresourcedefinitions.apiextensions.k8s.io#v1/widgets.${group}.json`);
+    expect(paths).toContain(`clusterroles.rbac.authorization.k8s.io#v1/${group}-reader.json`);
+    expect(paths).toContain(`namespaces.#v1/${ns}.json`);
+    expect(paths).toContain(`widgets.${group}#v1/${ns}/w1.json`);
+    expect(paths.filter((p) => p.startsWith('clusterroles.') && p.includes('#v1/system:'))).toEqual([]);
+    expect(paths).not.toContain('namespaces.#v1/kube-system.json');
+    expect(manifest.counts).toMatchObject({ [`widgets.${group}`]: 1 });
+  });
+
+  it('refuses a kind the server does not serve, naming the set and the kinds it has', async () => {
+    await expect(runBackupJob({ resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap'] }, { apiVersion: 'apps/v1', kinds: ['Deployment', 'Gizmo'] }], storage: { type: 'local', directory: freshDir('bad') } })).rejects.toMatchObject({
+      code: 'INVALID',
+      message: expect.stringMatching(/^resourceSets\[1\]\.kinds: the server serves no kind Gizmo in apps\/v1 \(kinds: .*Deployment/),
+    });
   });
 });
 
