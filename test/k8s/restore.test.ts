@@ -189,6 +189,52 @@ describe('restore', () => {
     }
   });
 
+  it('admission webhooks come last: a webhook whose backend is not there yet does not block the objects restored before it', async () => {
+    const c = admin();
+    const label = uniqueName('hooked');
+    const ns = await createNamespace(c, uniqueName('rs-hook'));
+    await patchObject(c, { apiVersion: 'v1', kind: 'Namespace', name: ns }, { metadata: { labels: { [label]: 'yes' } } });
+    const hookName = `${label}.example.com`;
+    const info = (kind: string, group: string, resource: string, namespaced: boolean) => ({ group, version: 'v1', resource, kind, namespaced });
+    const webhook = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: hookName, uid: 'orig-hook' },
+      webhooks: [
+        {
+          name: hookName,
+          // its backend is restored later (or never): every ConfigMap write in the namespace is refused meanwhile
+          clientConfig: { service: { namespace: ns, name: 'no-such-backend', port: 443 } },
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
+          namespaceSelector: { matchLabels: { [label]: 'yes' } },
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    };
+    const source = sourceOf(
+      [
+        // listed first: the restore orders it last
+        { info: info('ValidatingWebhookConfiguration', 'admissionregistration.k8s.io', 'validatingwebhookconfigurations', false), object: webhook },
+        ...['a', 'b'].map((n) => ({ info: info('ConfigMap', '', 'configmaps', true), object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: n, namespace: ns, uid: `orig-${n}` }, data: { n } } })),
+      ],
+      { resourceSets: [] },
+    );
+    try {
+      const report = await restore(source);
+      expect(report.done).toEqual({
+        'ValidatingWebhookConfiguration.admissionregistration.k8s.io': { create: 1, update: 0, unchanged: 0, delete: 0 },
+        ConfigMap: { create: 2, update: 0, unchanged: 0, delete: 0 },
+      });
+      // the webhook is live now: a ConfigMap write in the namespace is refused (what would have happened to the
+      // restore's own writes had the webhook been applied first)
+      await expect(createObject(c, configMap(ns, 'late', {}))).rejects.toMatchObject({ message: expect.stringMatching(new RegExp(`failed calling webhook "${hookName.replaceAll('.', '\\.')}"`)) });
+    } finally {
+      await c.request({ method: 'DELETE', path: `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${hookName}` }).catch(() => undefined);
+    }
+  });
+
   it('the dry-run plan is what the restore then does, per kind and action; the dry run writes nothing', async () => {
     const c = admin();
     const ns = await testNamespace(c, 'rs-plan');
