@@ -1,6 +1,6 @@
 /**
  * The backup archive format, shared by `kind: backup` (writer) and `kind: restore` / `cronflock restore`
- * (reader). Pure: no I/O here.
+ * (reader). Pure: no I/O here (hashing only).
  *
  * An archive is a gzip-compressed tar (`.tar.gz`), optionally wrapped whole in cronflock's encryption envelope
  * (`.tar.gz.enc`, see encryption.ts). Inside:
@@ -13,6 +13,7 @@
  * core group is the empty string: a core ConfigMap is `configmaps.#v1/<ns>/<name>.json`. The manifest comes last
  * because the writer streams objects from paged lists and only knows every sha256 at the end.
  */
+import { createHash } from 'node:crypto';
 
 /** Current {@link BackupManifest.formatVersion}. A reader refuses a higher major version. */
 export const FORMAT_VERSION = 1;
@@ -191,6 +192,44 @@ export function stripObject<T extends Record<string, unknown>>(obj: T): Record<s
     out.metadata = md;
   }
   return out;
+}
+
+/** The resource serving an object, as discovery describes it (k8s `ResourceInfo` fits). */
+export interface ResourceRef {
+  /** `''` for the core group. */
+  group: string;
+  version: string;
+  resource: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/**
+ * One live object as the writer stores it: the file's bytes (the object {@link stripObject}ped, with `apiVersion`
+ * and `kind` set from `info`, since list items of built-in kinds come without them; compact JSON, UTF-8) and its
+ * manifest entry (original uid, sha256 of the bytes, layout path). `TypeError` for an object without
+ * `metadata.name`, or a namespaced one without `metadata.namespace`.
+ */
+export function storedObject(info: ResourceRef, object: Record<string, unknown>): { data: Buffer; entry: ManifestEntry } {
+  const md = (object.metadata ?? {}) as { name?: string; namespace?: string; uid?: string };
+  if (!md.name || (info.namespaced && !md.namespace)) {
+    throw new TypeError(`an object of ${info.resource} needs metadata.name${info.namespaced ? ' and metadata.namespace' : ''}`);
+  }
+  const apiVersion = info.group ? `${info.group}/${info.version}` : info.version;
+  const data = Buffer.from(JSON.stringify(stripObject({ ...object, apiVersion, kind: info.kind })), 'utf8');
+  const entry: ManifestEntry = {
+    group: info.group,
+    version: info.version,
+    resource: info.resource,
+    kind: info.kind,
+    namespaced: info.namespaced,
+    ...(info.namespaced ? { namespace: md.namespace! } : {}),
+    name: md.name,
+    uid: md.uid ?? '',
+    sha256: createHash('sha256').update(data).digest('hex'),
+    path: objectPath({ ...info, namespace: info.namespaced ? md.namespace : undefined, name: md.name }),
+  };
+  return { data, entry };
 }
 
 // ---- backup names -----------------------------------------------------------------------------------------

@@ -30,8 +30,7 @@ import {
   FORMAT_VERSION,
   MANIFEST_PATH,
   backupName,
-  objectPath,
-  stripObject,
+  storedObject,
   type BackupManifest,
   type BackupStorage,
   type ManifestEntry,
@@ -243,22 +242,7 @@ async function writeArchive(
   try {
     for await (const { info, object } of selectObjects<KubeObject>(client, targets, { pageSize: p.pageSize, signal })) {
       if (signal.aborted) throw aborted(signal, `backup ${name}`);
-      const md = object.metadata ?? {};
-      // List items of built-in kinds come without apiVersion/kind: write them so every file is a whole object.
-      const stored = stripObject({ ...object, apiVersion: info.apiVersion, kind: info.kind });
-      const data = Buffer.from(JSON.stringify(stored), 'utf8');
-      const entry: ManifestEntry = {
-        group: info.group,
-        version: info.version,
-        resource: info.resource,
-        kind: info.kind,
-        namespaced: info.namespaced,
-        ...(info.namespaced ? { namespace: md.namespace ?? '' } : {}),
-        name: md.name ?? '',
-        uid: md.uid ?? '',
-        sha256: createHash('sha256').update(data).digest('hex'),
-        path: objectPath({ group: info.group, version: info.version, resource: info.resource, namespace: info.namespaced ? md.namespace : undefined, name: md.name ?? '' }),
-      };
+      const { data, entry } = storedObject(info, object);
       await addFile(tar, writing, entry.path, data, meta.createdAt);
       objects.push(entry);
       const k = countKey(entry);
