@@ -1,7 +1,8 @@
 /**
  * Backup to a real S3-compatible server (moto, test/s3/server.ts) with the backup job, then `cronflock restore
- * latest:<schedule> --s3 … --s3-endpoint … --s3-path-style` (the built CLI) into an emptied namespace: the
- * objects come back field by field, owner references rewritten; the plan printed by --dry-run first.
+ * latest:<schedule> --s3 … --s3-endpoint … --s3-path-style` (the built CLI) into an emptied namespace: a
+ * Deployment, a ConfigMap it owns, another ConfigMap and a Secret come back field by field, the ConfigMap's owner
+ * reference rewritten to the new Deployment's uid; the plan printed by --dry-run first.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -52,9 +53,17 @@ describe('restore from S3', () => {
   it('backup to S3, then cronflock restore latest:<schedule> from it into an emptied namespace', async () => {
     const c = clientFor('admin');
     const ns = await testNamespace(c, 'rs-s3');
-    const [owner] = await createAll(c, [configMap(ns, 'owner', { role: 'owner' }, { app: 's3' })]);
+    const [owner] = await createAll(c, [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: ns, labels: { app: 's3' } },
+        spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'main', image: 'registry.invalid/web:1' }] } } },
+      },
+    ]);
     await createAll(c, [
-      { ...configMap(ns, 'child', { role: 'child' }), metadata: { name: 'child', namespace: ns, labels: { app: 's3' }, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner!.metadata!.uid! }] } },
+      configMap(ns, 'plain', { role: 'plain' }, { app: 's3' }),
+      { ...configMap(ns, 'child', { role: 'child' }), metadata: { name: 'child', namespace: ns, labels: { app: 's3' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: owner!.metadata!.uid!, controller: true }] } },
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: ns, labels: { app: 's3' } }, stringData: { token: 'abc' } },
     ]);
     const keyFile = join(dir, 'kek');
@@ -63,7 +72,10 @@ describe('restore from S3', () => {
     const params = backupJobSchema.parse({
       kind: 'backup',
       kubeconfig: controlPlane().users.admin.kubeconfig,
-      resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap', 'Secret'], namespaces: [ns], labelSelector: 'app=s3' }],
+      resourceSets: [
+        { apiVersion: 'v1', kinds: ['ConfigMap', 'Secret'], namespaces: [ns], labelSelector: 'app=s3' },
+        { apiVersion: 'apps/v1', kinds: ['Deployment'], namespaces: [ns], labelSelector: 'app=s3' },
+      ],
       storage,
       encryption: { key: { file: keyFile } },
     });
@@ -79,10 +91,16 @@ describe('restore from S3', () => {
       },
       params,
     );
-    const refs = ['owner', 'child'].map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name })).concat([{ apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'creds' }]);
+    const refs = [
+      { apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name: 'web' },
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'child' },
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'plain' },
+      { apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'creds' },
+    ];
     const before = await Promise.all(refs.map((r) => getObject(c, r)));
     await c.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}/configmaps`, query: { labelSelector: 'app=s3' } });
     await c.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}/secrets`, query: { labelSelector: 'app=s3' } });
+    await c.request({ method: 'DELETE', path: `/apis/apps/v1/namespaces/${ns}/deployments`, query: { labelSelector: 'app=s3' } });
 
     const where = ['--s3', 's3://restore-e2e/prod', '--s3-endpoint', s3.endpoint, '--s3-region', s3.region, '--s3-path-style', '--key-file', keyFile, '--kubeconfig', controlPlane().users.admin.kubeconfig];
     const dry = await cli(['latest:s3-nightly', ...where, '--dry-run']);
@@ -93,10 +111,17 @@ describe('restore from S3', () => {
     expect(real.code, real.stderr).toBe(0);
     const report = JSON.parse(real.stdout) as RestoreReport;
     expect(report.backup).toMatch(/^s3-nightly-\d{8}T\d{6}Z\.tar\.gz\.enc$/);
-    expect(report.done).toEqual({ ConfigMap: { create: 2, update: 0, unchanged: 0, delete: 0 }, Secret: { create: 1, update: 0, unchanged: 0, delete: 0 } });
+    expect(report.done).toEqual({
+      'Deployment.apps': { create: 1, update: 0, unchanged: 0, delete: 0 },
+      ConfigMap: { create: 2, update: 0, unchanged: 0, delete: 0 },
+      Secret: { create: 1, update: 0, unchanged: 0, delete: 0 },
+    });
+    expect(report.ownerReferences).toMatchObject({ rewritten: 1, live: 0, dropped: 0 });
     const after = await Promise.all(refs.map((r) => getObject(c, r)));
     for (let i = 0; i < refs.length; i++) expect(comparable(after[i]!)).toEqual(comparable(before[i]!));
+    // the ConfigMap's controller reference points at the restored Deployment's new uid
     expect(after[1]!.metadata?.ownerReferences?.[0]?.uid).toBe(after[0]!.metadata?.uid);
+    expect(after[0]!.metadata?.uid).not.toBe(owner!.metadata!.uid);
     const left = await listAll<KubeObject>(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, labelSelector: 'app=s3' });
     expect(left.items).toHaveLength(2);
   });
