@@ -120,6 +120,10 @@ export interface RestoreReport {
   pruneChanged: number;
   /** Prune deletes accepted but still pending (finalizers). */
   prunePending: number;
+  /**
+   * Owner references of the objects applied by this attempt (not those resumed from checkpoints): rewritten to an
+   * owner restored from the backup, kept to a live owner, dropped (owner in neither), with up to 5 examples.
+   */
   ownerReferences: { rewritten: number; live: number; dropped: number; droppedExamples: string[] };
   /** Objects (and prune deletes) taken as done from an earlier holder's checkpoints. */
   resumed: number;
@@ -185,7 +189,12 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
   } catch (e) {
     throw new RestoreError('BACKUP', `backup ${o.backupName}: ${(e as Error).message}`, { cause: e });
   }
-  const steps = orderSteps<ManifestEntry>(loaded.map((l) => ({ entry: l.entry, ownerUids: ownerRefs(l.object).map((r) => r.uid) })));
+  let steps: Step<ManifestEntry>[];
+  try {
+    steps = orderSteps<ManifestEntry>(loaded.map((l) => ({ entry: l.entry, ownerUids: ownerRefs(l.object).map((r) => r.uid) })));
+  } catch (e) {
+    throw new RestoreError('BACKUP', `backup ${o.backupName}: ${(e as Error).message} (Kubernetes forbids cyclic owners: the backup is damaged)`, { cause: e });
+  }
   const objectOf = new Map(loaded.map((l) => [l.entry, l.object]));
   log.info({ backup: o.backupName, objects: loaded.length, clusterId, sourceClusterId: manifest.clusterId }, 'restore: backup read and verified');
 
