@@ -53,7 +53,7 @@ describe('restore from S3', () => {
   it('backup to S3, then cronflock restore latest:<schedule> from it into an emptied namespace', async () => {
     const c = clientFor('admin');
     const ns = await testNamespace(c, 'rs-s3');
-    const [owner] = await createAll(c, [
+    const [owner] = await createAll<KubeObject>(c, [
       {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
