@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backupName, objectPath, parseBackupName, parseObjectPath, stripObject } from './format.js';
-import { planRetention } from './retention.js';
+import { planRetention, staleTemporaries } from './retention.js';
 
 describe('backup names', () => {
   const due = Date.parse('2026-11-30T02:00:00Z');
@@ -53,5 +53,22 @@ describe('retention plan', () => {
   it('by age, never the newest', () => {
     expect(planRetention(stored, 'n', { maxAgeMs: 2.5 * h }, t0 + 5 * h).delete).toEqual([name('n', 2), name('n', 1)]);
     expect(planRetention(stored, 'n', { maxAgeMs: 1 }, t0 + 100 * h).keep).toEqual([name('n', 5)]);
+  });
+});
+
+describe('stale temporaries', () => {
+  it('names only this schedule’s temporaries older than the limit', () => {
+    const now = Date.parse('2026-01-02T00:00:00Z');
+    const day = 86_400_000;
+    const f = (name: string, ageMs: number): { name: string; sizeBytes: number; modifiedMs: number } => ({ name, sizeBytes: 1, modifiedMs: now - ageMs });
+    const files = [
+      f('.n-20260101T000000Z.tar.gz.partial-0123456789ab', 2 * day),
+      f('n-20260101T000000Z.tar.gz.enc.partial-0123456789ab', 2 * day),
+      f('.n-20260101T010000Z.tar.gz.partial-0123456789ab', 1000),
+      f('.other-20260101T000000Z.tar.gz.partial-0123456789ab', 2 * day),
+      f('n-20260101T000000Z.tar.gz', 2 * day),
+      f('.n-20260101T000000Z.tar.gz.partial-xyz', 2 * day),
+    ];
+    expect(staleTemporaries(files, 'n', now, day)).toEqual([files[0]!.name, files[1]!.name]);
   });
 });

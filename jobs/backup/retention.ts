@@ -42,3 +42,23 @@ export function planRetention(files: readonly StoredBackup[], schedule: string, 
   });
   return { keep, delete: del };
 }
+
+/** How old a temporary must be before {@link staleTemporaries} names it: 24 h, in ms. */
+export const STALE_TEMPORARY_MS = 24 * 3_600_000;
+
+const TEMP_RE = /^\.?(.+)\.partial-[0-9a-f]{12}$/;
+
+/**
+ * This schedule's temporaries (`.<name>.partial-<12 hex>` locally, `<name>.partial-<12 hex>` on S3, where `<name>`
+ * parses as one of its backups) last modified more than `olderThanMs` before `nowMs`: left by a writer that
+ * crashed (an aborted or failed writer removes its own). A live writer's file is never that old: locally its
+ * mtime moves while it writes, and on S3 a temporary only exists between the end of its upload and its publish.
+ */
+export function staleTemporaries(files: readonly StoredBackup[], schedule: string, nowMs: number, olderThanMs = STALE_TEMPORARY_MS): string[] {
+  return files
+    .filter((f) => {
+      const m = TEMP_RE.exec(f.name);
+      return m !== null && parseBackupName(m[1]!)?.schedule === schedule && f.modifiedMs < nowMs - olderThanMs;
+    })
+    .map((f) => f.name);
+}

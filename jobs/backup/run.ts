@@ -37,7 +37,7 @@ import {
 } from './format.js';
 import { expandResourceSets } from './presets.js';
 import { openBackup } from './reader.js';
-import { planRetention } from './retention.js';
+import { planRetention, staleTemporaries } from './retention.js';
 import { TarGzWriter } from './tarball.js';
 import type { BackupParams } from './schema.js';
 import { resolveTargets, selectObjects, type Target } from './selection.js';
@@ -114,8 +114,20 @@ function aborted(signal: AbortSignal, what: string): BackupError {
   return new BackupError('ABORTED', `${what}: aborted (${signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'claim lost')}); nothing was published`);
 }
 
-/** Runs one backup (see the module docs). Errors: {@link BackupError} with its code, or Kubernetes errors. */
+/**
+ * Runs one backup (see the module docs). Errors: {@link BackupError} with its code (`ABORTED` whenever the
+ * signal fired, whatever step it interrupted), or Kubernetes errors (`FORBIDDEN`, …).
+ */
 export async function runBackup(ctx: JobContext, p: CompiledBackup): Promise<BackupReport> {
+  try {
+    return await backupOnce(ctx, p);
+  } catch (e) {
+    if (ctx.signal.aborted && !(e instanceof BackupError && e.code === 'ABORTED')) throw aborted(ctx.signal, `backup of ${ctx.occurrence.key}`);
+    throw e;
+  }
+}
+
+async function backupOnce(ctx: JobContext, p: CompiledBackup): Promise<BackupReport> {
   const t0 = performance.now();
   const { signal, occurrence } = ctx;
   const client = clientForBackup(p);
@@ -137,7 +149,12 @@ export async function runBackup(ctx: JobContext, p: CompiledBackup): Promise<Bac
   const existing = await storage.stat(name, signal);
   if (existing) {
     // Published only after verification; check it again (cheap compared with a backup) and count it as this run's.
-    const opened = await openBackup({ storage, name, keys, signal });
+    const opened = await openBackup({ storage, name, keys, signal }).catch((e: unknown) => {
+      if (e instanceof BackupError && e.code === 'VERIFY') {
+        throw new BackupError('VERIFY', `${e.message}; this occurrence's archive is already published and damaged: inspect it, then delete it to make the backup again`, { cause: e });
+      }
+      throw e;
+    });
     log({ objects: opened.manifest.objects.length }, 'backup already published for this occurrence; verified, not written again');
     const retention = await applyRetention(ctx, p, storage, signal);
     return report(name, storage, true, opened.manifest, existing.sizeBytes, t0, retention);
@@ -199,11 +216,20 @@ function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m
   };
 }
 
-/** Deletes this schedule's backups beyond the retention limits (after a success only). */
+/**
+ * After a success only: deletes this schedule's backups beyond the retention limits, and its temporaries that a
+ * crashed writer left more than a day ago. Ages are measured from this attempt's start on the Redis clock (the
+ * flock's one clock), not the host's.
+ */
 async function applyRetention(ctx: JobContext, p: CompiledBackup, storage: BackupStorage, signal: AbortSignal): Promise<BackupReport['retention']> {
+  const files = await storage.list(signal);
+  const now = ctx.occurrence.startMs;
+  for (const n of staleTemporaries(files, ctx.occurrence.schedule, now)) {
+    await storage.remove(n, signal);
+    ctx.log.info({ backup: n }, 'stale temporary of a crashed backup deleted');
+  }
   if (!p.retention) return null;
-  // Ages are measured from this attempt's start on the Redis clock (the flock's one clock), not the host's.
-  const plan = planRetention(await storage.list(signal), ctx.occurrence.schedule, { count: p.retention.count, maxAgeMs: p.retention.maxAge }, ctx.occurrence.startMs);
+  const plan = planRetention(files, ctx.occurrence.schedule, { count: p.retention.count, maxAgeMs: p.retention.maxAge }, now);
   for (const n of plan.delete) {
     signal.throwIfAborted();
     await storage.remove(n, signal);

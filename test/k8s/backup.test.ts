@@ -244,7 +244,7 @@ describe('backup: one archive per occurrence', () => {
 });
 
 describe('backup: retention', () => {
-  it('keeps exactly the right files: 3 good, 1 failed, 1 good, plus a manual backup, another schedule and foreign files', async () => {
+  it('keeps exactly the right files: 3 good, 1 failed, 1 good, plus a manual backup, another schedule and foreign files; removes a crashed temporary', async () => {
     const dir = freshDir('retention');
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     const h = 3_600_000;
@@ -253,6 +253,11 @@ describe('backup: retention', () => {
     fs.mkdirSync(dir, { recursive: true });
     const foreign = ['keep-old.tar.gz', `${name('keep', t0 + h)}.bak`, `.${name('keep', t0 + 4 * h)}.partial-0123abcd`, 'notes.txt'];
     for (const f of foreign) fs.writeFileSync(path.join(dir, f), 'not a backup');
+    // What a writer that crashed two days ago left: removed after the next success.
+    const crashed = `.${name('keep', t0)}.partial-0123456789ab`;
+    fs.writeFileSync(path.join(dir, crashed), 'half an archive');
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    fs.utimesSync(path.join(dir, crashed), twoDaysAgo, twoDaysAgo);
 
     for (const i of [1, 2, 3]) await runBackupJob(job, backupContext({ schedule: 'keep', dueMs: t0 + i * h }));
     expect(files(dir).filter((f) => /^keep-\d{8}T\d{6}Z\.tar\.gz$/.test(f))).toHaveLength(3);
