@@ -11,7 +11,7 @@ import type { KeySource } from '../backup/encryption.js';
 import { storageFor } from '../backup/storage.js';
 import type { JobKind } from '../types.js';
 import { openSource } from './open.js';
-import { RestoreError, runRestore, type RestoreReport } from './run.js';
+import { RestoreError, runRestore, type ActionCounts, type RestoreReport } from './run.js';
 import { restoreJobSchema, type RestoreParams } from './schema.js';
 
 export { RestoreError, runRestore, clusterIdOf, FIELD_MANAGER, type RestoreReport, type RestorePlan, type RestoreOptions, type ActionCounts, type PruneCandidate } from './run.js';
@@ -22,17 +22,38 @@ export { restoreJobSchema, type RestoreParams, LATEST_PREFIX } from './schema.js
 /** Compiled parameters: the validated block with the kubeconfig, key-file and local-storage paths made absolute. */
 export type CompiledRestore = RestoreParams;
 
-/** The engine stores a result of at most 4 KB: longer lists in a report are cut to their first entries. */
-export function compactReport(r: RestoreReport, keep = 10): RestoreReport & { pruneOmitted?: number; protectedOmitted?: number } {
-  const out: RestoreReport & { pruneOmitted?: number; protectedOmitted?: number } = { ...r, plan: { ...r.plan } };
-  if (r.plan.prune.length > keep) {
-    out.plan.prune = r.plan.prune.slice(0, keep);
-    out.pruneOmitted = r.plan.prune.length - keep;
-  }
-  if (r.plan.protected.length > keep) {
-    out.plan.protected = r.plan.protected.slice(0, keep);
-    out.protectedOmitted = r.plan.protected.length - keep;
-  }
+/** What a schedule run records: the report, cut to fit the run record's 4 KB. */
+export type CompactReport = RestoreReport & { pruneOmitted?: number; protectedOmitted?: number; perKindOmitted?: boolean };
+
+/**
+ * The engine stores a result only when its JSON is at most 4096 bytes: lists are cut to their first `keep`
+ * entries (with `pruneOmitted`/`protectedOmitted` counts), then dropped, and if the per-kind counts are still too
+ * long they are summed into one `*` entry (`perKindOmitted: true`). `cronflock restore --json` prints it whole.
+ */
+export function compactReport(r: RestoreReport, keep = 10, limit = 4096): CompactReport {
+  const out: CompactReport = { ...r, plan: { ...r.plan } };
+  const cut = (n: number): void => {
+    if (r.plan.prune.length > n) {
+      out.plan.prune = r.plan.prune.slice(0, n);
+      out.pruneOmitted = r.plan.prune.length - n;
+    }
+    if (r.plan.protected.length > n) {
+      out.plan.protected = r.plan.protected.slice(0, n);
+      out.protectedOmitted = r.plan.protected.length - n;
+    }
+  };
+  cut(keep);
+  if (JSON.stringify(out).length <= limit) return out;
+  cut(0);
+  if (JSON.stringify(out).length <= limit) return out;
+  const total = (m: Record<string, ActionCounts>): Record<string, ActionCounts> => {
+    const t: ActionCounts = { create: 0, update: 0, unchanged: 0, delete: 0 };
+    for (const c of Object.values(m)) for (const k of Object.keys(t) as (keyof ActionCounts)[]) t[k] += c[k];
+    return { '*': t };
+  };
+  out.plan.byKind = total(r.plan.byKind);
+  if (r.done) out.done = total(r.done);
+  out.perKindOmitted = true;
   return out;
 }
 
