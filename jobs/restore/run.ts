@@ -568,6 +568,19 @@ async function planPrune(ctx: Ctx, plan: RestorePlan): Promise<void> {
     });
     bump(plan.byKind, kindKey(info), 'delete');
   }
+  // The deletes are part of the plan: dry-run them too (permissions, admission), so a prune that could not run
+  // fails here, before any write.
+  const refused: string[] = [];
+  await pool(plan.prune, ctx.o.concurrency ?? 5, async (c) => {
+    try {
+      await deleteObject(ctx.client, c, { preconditions: { uid: c.uid }, propagationPolicy: 'Background', dryRun: true, signal: ctx.signal });
+    } catch (e) {
+      refused.push(`delete ${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}: ${(e as Error).message}`);
+    }
+  });
+  if (refused.length > 0) {
+    throw new RestoreError('PLAN', `the dry run refused ${refused.length} prune delete(s); nothing was applied:\n  ${refused.slice(0, 20).join('\n  ')}${refused.length > 20 ? `\n  … and ${refused.length - 20} more` : ''}`);
+  }
 }
 
 /** Waits until CRD `name` reports `Established=True`. Errors: `CRD_TIMEOUT`. */

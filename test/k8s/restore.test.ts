@@ -8,12 +8,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRestore, clusterIdOf, type RestoreOptions } from '../../jobs/restore/run.js';
 import type { BackupSource } from '../../jobs/restore/source.js';
-import { createObject, getObject, listAll, patchObject, type KubeObject } from '../../k8s/index.js';
+import { canI, createObject, getObject, listAll, patchObject, type KubeObject } from '../../k8s/index.js';
 import { RedisJobCoordination } from '../../runner/redis/job-locks.js';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { RedisServerProcess } from '../../runner/redis/server-process.js';
-import { configMap, createAll, createNamespace } from './fixtures.js';
-import { clientFor, testNamespace, uniqueName } from './harness.js';
+import { until } from '../support/flock.js';
+import { configMap, createAll, createNamespace, grantRole } from './fixtures.js';
+import { clientFor, controlPlane, testNamespace, uniqueName } from './harness.js';
 import { deleteAll, expectSameObject, memoryLog, snapshot, sourceOf, type Ref } from './restore-support.js';
 
 let redisServer: RedisServerProcess;
@@ -351,6 +352,40 @@ describe('restore', () => {
     expect(second.done?.ConfigMap).toEqual({ create: 0, update: 0, unchanged: 1, delete: N });
     const left = (await listAll<KubeObject>(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, labelSelector: 'app=p' })).items.map((i) => i.metadata?.name).sort();
     expect(left).toEqual(['kept', ...names].sort());
+  });
+
+  it('a prune the restorer may not do fails the plan (dry-run deletes), before anything is applied', async () => {
+    const c = admin();
+    const ns = await testNamespace(c, 'rs-prune-rbac');
+    await createAll(c, [configMap(ns, 'wanted', { v: '1' }, { app: 'r' })]);
+    const source = sourceOf(await snapshot(c, [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'wanted' }]), {
+      resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap'], namespaces: [ns], labelSelector: 'app=r' }],
+    });
+    await deleteAll(c, [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'wanted' }]);
+    await createAll(c, [configMap(ns, 'stray', {}, { app: 'r' })]);
+    // the restricted user may read and apply ConfigMaps in the namespace, and read the two Namespaces; not delete
+    const user = controlPlane().users.restricted.name;
+    const role = uniqueName('restorer');
+    await createObject(c, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role }, rules: [{ apiGroups: [''], resources: ['namespaces'], resourceNames: ['kube-system', ns], verbs: ['get'] }] });
+    await createObject(c, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+    await grantRole(c, ns, role, { kind: 'User', name: user }, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch'] }]);
+    const restricted = clientFor('restricted');
+    // RBAC changes reach the authorizer's cache quickly, not at once
+    await until(async () => (await canI(restricted, { verb: 'list', resource: 'configmaps', namespace: ns })).allowed, 10_000, 'the role');
+    const err = (await restore(source, { client: restricted, prune: true }).catch((e: unknown) => e)) as Error & { code: string };
+    expect(err.code).toBe('PLAN');
+    expect(err.message).toMatch(new RegExp(`refused 1 prune delete\\(s\\); nothing was applied:\\n  delete ConfigMap ${ns}/stray: .*forbidden`, 's'));
+    await expect(getObject(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'wanted' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await getObject(c, { apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'stray' });
+    // without prune the same user restores
+    const ok = await restore(source, { client: restricted });
+    expect(ok.done?.ConfigMap).toEqual({ create: 1, update: 0, unchanged: 0, delete: 0 });
   });
 
   it('prune is off by default: objects outside the backup stay', async () => {
