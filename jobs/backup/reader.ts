@@ -32,7 +32,7 @@ const MAX_QUEUE = 16;
 /**
  * Streams the files of a tar.gz (gzip detected by the tar parser) from `source`. Errors (thrown by the
  * iterator): `BackupError` `VERIFY` for anything that is not a well-formed archive of regular files (bad gzip,
- * bad tar header, truncation, links or devices), or the source's own error (e.g. a decryption `VERIFY`).
+ * bad tar header, truncation, links or devices; directories are skipped), or the source's own error (e.g. a decryption `VERIFY`).
  */
 export async function* readArchiveFiles(source: NodeJS.ReadableStream, signal?: AbortSignal): AsyncGenerator<ArchiveFile> {
   const parser = new Parser({ strict: true });
@@ -52,6 +52,11 @@ export async function* readArchiveFiles(source: NodeJS.ReadableStream, signal?: 
     notify();
   };
   parser.on('entry', (e: ReadEntry) => {
+    if (e.type === 'Directory') {
+      // Ours have none; backup-restore-operator's tarballs list their directories: nothing to read in them.
+      e.resume();
+      return;
+    }
     if (e.type !== 'File' && e.type !== 'OldFile') {
       fail(new BackupError('VERIFY', `archive entry ${e.path} is a ${e.type}, not a file`));
       e.resume();
