@@ -153,7 +153,10 @@ function watchSchedules(path: string, onChange: () => void): void {
     }
     let timer: NodeJS.Timeout | undefined;
     watch(dir, (_event, file) => {
-      if (only && file && file !== only && !String(file).startsWith('..')) return;
+      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
+      // beside them must not make every replica re-read and re-publish thousands of schedules.
+      const name = file === null ? undefined : String(file);
+      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
       if (timer) clearTimeout(timer);
       timer = setTimeout(onChange, 300);
     }).unref();

@@ -3,6 +3,8 @@
  * without duplicates; a changed schedule applies from its next due time; a removed schedule stops and its
  * planned occurrences are recorded skipped; a bad new version is refused and the running one goes on.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
 
@@ -99,5 +101,20 @@ describe('reload', () => {
     expect([...flock.receiver.countByOccurrence()].filter(([, n]) => n > 1)).toEqual([]);
     const open = (await flock.runs('x')).filter((r) => r.state === 'scheduled' && r.fireMs < Date.now() - 3000);
     expect(open).toEqual([]);
+  });
+
+  it('watches a directory for schedule files only: a note or an editor swap file beside them reloads nothing', async () => {
+    flock = await Flock.start();
+    const dir = join(flock.dir, 'schedules.d');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'a.yaml'), `schedules:\n  - { name: a, cron: "0 0 1 1 *", job: { kind: http, url: ${flock.receiver.url}/a } }\n`);
+    const r = await flock.startReplica({ name: 'w1', schedules: dir });
+    writeFileSync(join(dir, 'notes.txt'), 'not a schedule');
+    writeFileSync(join(dir, '.a.yaml.swp'), 'editor state');
+    await sleep(2000);
+    expect(r.logs('schedules reloaded')).toEqual([]);
+    writeFileSync(join(dir, 'b.yml'), `schedules:\n  - { name: b, cron: "0 0 1 1 *", job: { kind: http, url: ${flock.receiver.url}/b } }\n`);
+    await r.waitForLog((l) => l.msg === 'schedules reloaded', 10_000, 'reload after a schedule file appeared');
+    expect(r.logs('schedules reloaded')).toHaveLength(1);
   });
 });
