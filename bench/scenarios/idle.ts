@@ -1,6 +1,7 @@
 /**
  * idle scale: N registered schedules of which only a few are due (daily crons at an hour 12 h away, spread over
- * its minutes and seconds) plus K schedules due every second; RSS and CPU per replica while idle, compared with
+ * its minutes and seconds) plus K schedules due every second, in files of 10k schedules; RSS and CPU per replica
+ * while idle, compared with
  * the same flock holding only the K due schedules. Planning must cost what is due, not what is registered.
  *
  *   --schedules 1000000 --due 10 --replicas 1 --seconds 30 --settle 10
@@ -10,10 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ProcWatch, ReplicaProc } from '../lib/procs.js';
-import { counterDelta, redisCounters } from '../lib/redis-stats.js';
+import { counterDelta, redisCounters, topCommands } from '../lib/redis-stats.js';
 import { BenchRedis } from '../lib/redis.js';
 import { report } from '../lib/report.js';
 import { Flags, fmt, NOOP_JOB, ratio, sleep } from '../lib/util.js';
+
+/** Schedules per generated file. */
+const FILE_SCHEDULES = 10_000;
 
 interface IdleResult {
   registered: number;
@@ -23,19 +27,27 @@ interface IdleResult {
   hwmMb: number[];
   redisCpuPct: number;
   redisCallsPerS: number;
+  /** The busiest Redis commands of the idle window. */
+  busiest?: string;
   error?: string;
 }
 
 async function idleOnce(redis: BenchRedis, probe: Redis, o: { registered: number; due: number; replicas: number; seconds: number; settle: number }): Promise<IdleResult> {
   const dir = mkdtempSync(join(tmpdir(), 'cronflock-idle-'));
-  const file = join(dir, 'idle.yaml');
+  // A directory of files of at most FILE_SCHEDULES schedules each, as a user with this many would keep them
+  // (and as a ConfigMap per team would mount them): the loader then holds one file's YAML document at a time.
+  const file = dir;
   const hour = (new Date().getUTCHours() + 12) % 24;
-  const parts: string[] = ['schedules:\n'];
+  let parts: string[] = ['schedules:\n'];
   for (let i = 0; i < o.due; i++) parts.push(`  - {name: due-${i}, cron: "* * * * * *", jitter: 999ms, job: {kind: module, path: ${NOOP_JOB}, isolation: none}}\n`);
   for (let i = 0; i < o.registered; i++) {
     parts.push(`  - {name: reg-${i}, cron: "${i % 60} ${Math.floor(i / 60) % 60} ${hour} * * *", job: {kind: module, path: ${NOOP_JOB}, isolation: none}}\n`);
+    if (parts.length > FILE_SCHEDULES) {
+      writeFileSync(join(dir, `idle-${String(i).padStart(8, '0')}.yaml`), parts.join(''));
+      parts = ['schedules:\n'];
+    }
   }
-  writeFileSync(file, parts.join(''));
+  if (parts.length > 1) writeFileSync(join(dir, 'idle-last.yaml'), parts.join(''));
   const procs: ReplicaProc[] = [];
   const res: IdleResult = { registered: o.registered, loadS: NaN, cpuPct: [], rssMb: [], hwmMb: [], redisCpuPct: NaN, redisCallsPerS: NaN };
   const t0 = Date.now();
@@ -65,6 +77,7 @@ async function idleOnce(redis: BenchRedis, probe: Redis, o: { registered: number
     const d = counterDelta(c0, c1);
     res.redisCpuPct = (d.cpuMs / wMs) * 100;
     res.redisCallsPerS = d.calls / (wMs / 1000);
+    res.busiest = topCommands(d);
     for (const [pid, ms] of watch.cpuMs()) {
       res.cpuPct.push((ms / wMs) * 100);
       res.rssMb.push((watch.last.get(pid)?.rssKb ?? 0) / 1024);
@@ -114,6 +127,9 @@ export async function idle(f: Flags): Promise<void> {
       fmt(r.redisCpuPct, 2),
       fmt(r.redisCallsPerS),
     ]),
-    notes: results.filter((r) => r.error).map((r) => `${r.registered} registered: ${r.error}`),
+    notes: [
+      ...results.filter((r) => r.error).map((r) => `${r.registered} registered: ${r.error}`),
+      ...results.filter((r) => r.busiest).map((r) => `${r.registered} registered: busiest Redis commands in the window: ${r.busiest}`),
+    ],
   });
 }
