@@ -631,8 +631,8 @@ async function applyAll(ctx: Ctx, steps: Step<ManifestEntry>[], objectOf: Map<Ma
       }
       const uid = result.metadata?.uid ?? '';
       ctx.uidMap.set(entry.uid, uid);
-      // One checkpoint per object, right after its apply: a holder killed in between re-applies at most the
-      // objects in flight (idempotent; they are then counted unchanged).
+      // One checkpoint per object, right after its apply: a holder killed in between leaves at most the objects
+      // in flight to be applied again by the next one (idempotent, and counted once: only the next one records them).
       await ctx.checkpoints?.set({ [`o:${entry.path}`]: `${action} ${uid}` });
       bump(done, key, action);
       if (entry.kind === 'CustomResourceDefinition') crds.push(entry.name);
