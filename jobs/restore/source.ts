@@ -4,17 +4,8 @@
  * memory (tests, and restoring objects a program already holds), with the same stripping and layout as the
  * backup writer.
  */
-import { createHash } from 'node:crypto';
 import type { ResourceInfo } from '../../k8s/index.js';
-import {
-  FORMAT_VERSION,
-  objectPath,
-  stripObject,
-  type BackupManifest,
-  type BackupObject,
-  type BackupSelection,
-  type ManifestEntry,
-} from '../backup/format.js';
+import { FORMAT_VERSION, storedObject, type BackupManifest, type BackupObject, type BackupSelection } from '../backup/format.js';
 
 /** A backup as the restore reads it: the manifest, and every object once (checked against its entry). */
 export interface BackupSource {
@@ -25,7 +16,7 @@ export interface BackupSource {
 /** One object for {@link memorySource}: a live object (server fields are stripped) and its resource. */
 export interface MemoryObject {
   info: Pick<ResourceInfo, 'group' | 'version' | 'resource' | 'kind' | 'namespaced'>;
-  object: Record<string, unknown> & { metadata?: { name?: string; namespace?: string; uid?: string } };
+  object: Record<string, unknown>;
 }
 
 /**
@@ -37,23 +28,8 @@ export function memorySource(
   o: { name: string; clusterId: string; selection: BackupSelection },
 ): BackupSource {
   const stored: BackupObject[] = objects.map(({ info, object }) => {
-    const md = object.metadata ?? {};
-    if (!md.name || (info.namespaced && !md.namespace)) throw new TypeError(`object of ${info.resource} needs metadata.name${info.namespaced ? ' and metadata.namespace' : ''}`);
-    const stripped = stripObject(object);
-    const bytes = JSON.stringify(stripped);
-    const entry: ManifestEntry = {
-      group: info.group,
-      version: info.version,
-      resource: info.resource,
-      kind: info.kind,
-      namespaced: info.namespaced,
-      ...(info.namespaced ? { namespace: md.namespace! } : {}),
-      name: md.name,
-      uid: md.uid ?? '',
-      sha256: createHash('sha256').update(bytes).digest('hex'),
-      path: objectPath({ ...info, namespace: info.namespaced ? md.namespace : undefined, name: md.name }),
-    };
-    return { entry, object: JSON.parse(bytes) as Record<string, unknown> };
+    const { data, entry } = storedObject(info, object);
+    return { entry, object: JSON.parse(data.toString('utf8')) as Record<string, unknown> };
   });
   const counts: Record<string, number> = {};
   for (const { entry } of stored) {
