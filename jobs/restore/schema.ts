@@ -2,6 +2,10 @@
  * Parameters of `kind: restore`: which backup (a name, or the newest of a schedule), where it is and with which
  * keys (the same `storage:` and `encryption:` blocks as the backup job, so they can be copied), prune, dry run,
  * and the lock. Durations are strings in the file (`15s`) and milliseconds after validation.
+ *
+ * `lockWait` defaults to twice `lockTtl`'s default: when a claimant dies mid-restore, the re-claim (seconds later,
+ * on another replica) finds the restore lock still leased to the dead claimant until `lockTtl` passes; it must wait
+ * that out to resume rather than fail.
  */
 import { z } from 'zod';
 import { durationMs } from '../../runner/config/zod-duration.js';
@@ -31,7 +35,9 @@ export const restoreJobSchema = z.strictObject({
   prune: z.boolean().default(false).describe("delete objects the backup's own selection selects now but the backup does not contain (never protected ones); default false"),
   dryRun: z.boolean().default(false).describe('only plan: a server-side dry run of every object, recorded as the result; nothing is written'),
   lockTtl: durationMs.default(15_000).describe('lease of the per-cluster restore lock, renewed every third of it (default 15s)'),
-  lockWait: durationMs.default(0).describe('how long to wait for another restore of the same cluster to finish (default 0: fail at once)'),
+  lockWait: durationMs
+    .default(30_000)
+    .describe("how long to wait for another restore of the same cluster (default 30s: longer than lockTtl, so a re-claimed restore outlasts its dead claimant's lease and resumes)"),
   concurrency: z.number().int().min(1).max(50).default(5).describe('applies in flight at once (default 5)'),
   crdTimeout: durationMs.default(60_000).describe('how long a restored CRD may take to become Established (default 60s)'),
   qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),

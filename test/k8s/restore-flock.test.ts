@@ -98,7 +98,7 @@ describe('restore on a flock', () => {
 
     flock = await Flock.start();
     const file = flock.writeSchedules(
-      schedule('drill', cronAt(Date.now() + 6000), `backup: ${name}\nqps: 30\nconcurrency: 1\nlockTtl: 2s\nlockWait: 30s`),
+      schedule('drill', cronAt(Date.now() + 6000), `backup: ${name}\nqps: 30\nconcurrency: 1\nlockTtl: 2s`),
     );
     const rs = [
       await flock.startReplica({ name: 'k1', schedules: file, args: ['--lock', '2s'] }),
