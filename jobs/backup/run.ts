@@ -103,11 +103,11 @@ function countKey(e: Pick<ManifestEntry, 'resource' | 'group'>): string {
 }
 
 /**
- * Adds one file to the archive, waiting while the storage is behind. While the archive is being written,
- * `writing` can only settle by failing: then stop waiting and throw its error.
+ * Adds one file to the archive, waiting while the storage is behind. `stopped` rejects if the storage stops
+ * reading before the archive is complete (its upload or file write failed): then stop waiting and throw that.
  */
-async function addFile(tar: TarGzWriter, writing: Promise<unknown>, path: string, data: Buffer, mtime: Date): Promise<void> {
-  await Promise.race([tar.add(path, data, mtime), writing.then(() => Promise.reject(new BackupError('STORAGE', 'storage stopped reading the archive early')))]);
+async function addFile(tar: TarGzWriter, stopped: Promise<never>, path: string, data: Buffer, mtime: Date): Promise<void> {
+  await Promise.race([tar.add(path, data, mtime), stopped]);
 }
 
 function aborted(signal: AbortSignal, what: string): BackupError {
@@ -262,6 +262,12 @@ async function writeArchive(
   const body: Readable = kek ? (pipeline(tar.stream, createEncryptStream(kek), () => undefined) as unknown as Readable) : tar.stream;
   const writing = storage.writeTemp(name, body, signal);
   writing.catch(() => undefined); // awaited below; this only keeps an early failure from being unhandled
+  // While the archive is being written, `writing` can only settle by failing.
+  const stopped = writing.then(
+    () => Promise.reject<never>(new BackupError('STORAGE', 'storage stopped reading the archive early')),
+    (e: unknown) => Promise.reject<never>(e),
+  );
+  stopped.catch(() => undefined);
   const objects: ManifestEntry[] = [];
   const counts: Record<string, number> = {};
   let lastLog = performance.now();
@@ -269,7 +275,7 @@ async function writeArchive(
     for await (const { info, object } of selectObjects<KubeObject>(client, targets, { pageSize: p.pageSize, signal })) {
       if (signal.aborted) throw aborted(signal, `backup ${name}`);
       const { data, entry } = storedObject(info, object);
-      await addFile(tar, writing, entry.path, data, meta.createdAt);
+      await addFile(tar, stopped, entry.path, data, meta.createdAt);
       objects.push(entry);
       const k = countKey(entry);
       counts[k] = (counts[k] ?? 0) + 1;
@@ -296,7 +302,7 @@ async function writeArchive(
       counts,
     };
     const manifestBytes = Buffer.from(JSON.stringify(manifest), 'utf8');
-    await addFile(tar, writing, MANIFEST_PATH, manifestBytes, meta.createdAt);
+    await addFile(tar, stopped, MANIFEST_PATH, manifestBytes, meta.createdAt);
     await tar.end();
     const tmp = await writing;
     meta.onProgress(objects.length);

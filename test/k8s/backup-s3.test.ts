@@ -110,4 +110,15 @@ describe('backup: S3 (moto server)', () => {
     ).rejects.toMatchObject({ code: 'ABORTED' });
     expect(await keys(prefix)).toEqual([]);
   }, 60_000);
+
+  it('a bucket that does not exist fails the run with STORAGE naming it, without hanging the writer', async () => {
+    const t0 = performance.now();
+    await expect(
+      runBackupJob({
+        resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap'], namespaces: [ns] }],
+        storage: { type: 's3', bucket: 'no-such-bucket', endpoint: s3.endpoint, credentials: { secret: { namespace: ns, name: 'backup-creds' } } },
+      }),
+    ).rejects.toMatchObject({ code: 'STORAGE', message: expect.stringMatching(/s3:\/\/no-such-bucket\/.*NoSuchBucket/) });
+    expect(performance.now() - t0).toBeLessThan(30_000);
+  }, 60_000);
 });
