@@ -46,7 +46,11 @@ import { storageFor } from './storage.js';
 /** Validated parameters with paths (kubeconfig, local directory, key file) made absolute by `compile`. */
 export type CompiledBackup = BackupParams;
 
-/** The run's result, stored in its run record (kept small: counts, not object lists). */
+/**
+ * The run's result, stored in its run record. The engine keeps a result only when its JSON is at most 4 KB
+ * ({@link REPORT_LIMIT}), so it holds counts, not object lists: at most {@link REPORT_KINDS} kinds in `counts`
+ * and {@link REPORT_DELETED} names of deleted backups (`retention.deleted` counts them all).
+ */
 export interface BackupReport {
   /** Archive name. */
   name: string;
@@ -60,12 +64,22 @@ export interface BackupReport {
   encrypted: boolean;
   keyId: string | null;
   clusterId: string;
-  /** Objects by `<resource>.<group>` (core: `<resource>`), at most 30 kinds. */
+  /** Objects by `<resource>.<group>` (core: `<resource>`), the most numerous {@link REPORT_KINDS} kinds. */
   counts: Record<string, number>;
+  /** Kinds left out of `counts` (0 when none). */
+  kindsOmitted: number;
   /** Wall time of the run, ms. */
   durationMs: number;
-  retention: { kept: number; deleted: string[] } | null;
+  /** null without a retention policy; else how many of the schedule's backups remain and which were deleted. */
+  retention: { kept: number; deleted: number; deletedNames: string[] } | null;
 }
+
+/** Largest run-record result the engine stores, in characters of JSON. */
+export const REPORT_LIMIT = 4096;
+/** Kinds listed in {@link BackupReport.counts} at most. */
+export const REPORT_KINDS = 30;
+/** Deleted backup names listed in {@link BackupReport.retention} at most. */
+export const REPORT_DELETED = 10;
 
 /**
  * Progress gauges, in prom-client's default registry: the job context carries no registry, so they are exposed
@@ -201,7 +215,8 @@ async function backupOnce(ctx: JobContext, p: CompiledBackup): Promise<BackupRep
 }
 
 function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m: BackupManifest, bytes: number, t0: number, retention: BackupReport['retention']): BackupReport {
-  return {
+  const kinds = Object.entries(m.counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const r: BackupReport = {
     name,
     location: storage.location,
     alreadyExisted,
@@ -210,10 +225,18 @@ function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m
     encrypted: m.encryption !== null,
     keyId: m.encryption?.keyId ?? null,
     clusterId: m.clusterId,
-    counts: Object.fromEntries(Object.entries(m.counts).slice(0, 30)),
+    counts: Object.fromEntries(kinds.slice(0, REPORT_KINDS)),
+    kindsOmitted: Math.max(0, kinds.length - REPORT_KINDS),
     durationMs: Math.round(performance.now() - t0),
     retention,
   };
+  // Long kind names (CRD groups) could still overflow the record: drop kinds until it fits.
+  while (JSON.stringify(r).length > REPORT_LIMIT && Object.keys(r.counts).length > 0) {
+    const keys = Object.keys(r.counts);
+    delete r.counts[keys[keys.length - 1]!];
+    r.kindsOmitted++;
+  }
+  return r;
 }
 
 /**
@@ -235,7 +258,7 @@ async function applyRetention(ctx: JobContext, p: CompiledBackup, storage: Backu
     await storage.remove(n, signal);
     ctx.log.info({ backup: n }, 'backup deleted by retention');
   }
-  return { kept: plan.keep.length, deleted: plan.delete };
+  return { kept: plan.keep.length, deleted: plan.delete.length, deletedNames: plan.delete.slice(0, REPORT_DELETED) };
 }
 
 interface WriteMeta {

@@ -91,7 +91,7 @@ describe('backup: S3 (moto server)', () => {
     await runBackupJob(job, backupContext({ dueMs: t0 + 2 * h + 5, manual: true }));
     await runBackupJob(job, backupContext({ dueMs: t0 + 2 * h }));
     const last = await runBackupJob(job, backupContext({ dueMs: t0 + 3 * h }));
-    expect(last.retention).toEqual({ kept: 2, deleted: [name(t0 + h)] });
+    expect(last.retention).toEqual({ kept: 2, deleted: 1, deletedNames: [name(t0 + h)] });
     // No temporaries or multipart leftovers; the manual backup and the foreign file stay.
     expect(await keys(prefix)).toEqual([`${name(t0)}.copy`, name(t0 + 2 * h), name(t0 + 2 * h + 5, true), name(t0 + 3 * h)].sort());
   }, 180_000);

@@ -268,7 +268,7 @@ describe('backup: retention', () => {
     await expect(runBackupJob(job, failing)).rejects.toMatchObject({ code: 'ABORTED' });
     expect(files(dir).filter((f) => /^keep-\d{8}T\d{6}Z\.tar\.gz$/.test(f))).toHaveLength(3);
     const fifth = await runBackupJob(job, backupContext({ schedule: 'keep', dueMs: t0 + 5 * h }));
-    expect(fifth.retention).toEqual({ kept: 3, deleted: [name('keep', t0 + h)] });
+    expect(fifth.retention).toEqual({ kept: 3, deleted: 1, deletedNames: [name('keep', t0 + h)] });
 
     expect(files(dir)).toEqual(
       [name('keep', t0 + 2 * h), name('keep', t0 + 3 * h), name('keep', t0 + 5 * h), name('keep', t0 + 3 * h + 1234, true), name('other', t0), ...foreign].sort(),
