@@ -200,6 +200,20 @@ describe('backup: selection', () => {
     expect(manifest.counts).toMatchObject({ [`widgets.${group}`]: 1 });
   });
 
+  it('label and field selectors go to the server; names OR nameRegexp; excludeKinds; an object selected twice is stored once', async () => {
+    const dir = freshDir('filters');
+    const report = await runBackupJob({
+      resourceSets: [
+        { apiVersion: 'v1', kindsRegexp: '^(ConfigMap|Secret)$', excludeKinds: ['secrets'], namespaces: [ns], labelSelector: 'app=web' },
+        { apiVersion: 'v1', kinds: ['configmaps'], namespaces: [ns], names: ['cm-b'], nameRegexp: '^tmp-', fieldSelector: 'metadata.name!=tmp-1' },
+        { apiVersion: 'v1', kinds: ['ConfigMap'], namespaces: [ns], names: ['cm-a'] },
+      ],
+      storage: { type: 'local', directory: dir },
+    });
+    const { manifest } = await openBackup({ storage: localStorage({ directory: dir }), name: report.name });
+    expect(manifest.objects.map((o) => o.name).sort()).toEqual(['cm-a', 'cm-b']);
+  });
+
   it('refuses a kind the server does not serve, naming the set and the kinds it has', async () => {
     await expect(runBackupJob({ resourceSets: [{ apiVersion: 'v1', kinds: ['ConfigMap'] }, { apiVersion: 'apps/v1', kinds: ['Deployment', 'Gizmo'] }], storage: { type: 'local', directory: freshDir('bad') } })).rejects.toMatchObject({
       code: 'INVALID',
