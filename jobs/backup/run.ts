@@ -160,18 +160,21 @@ async function backupOnce(ctx: JobContext, p: CompiledBackup): Promise<BackupRep
   const keys = kek ? [kek] : [];
   const log = (obj: object, msg: string): void => ctx.log.info({ backup: name, ...obj }, msg);
 
-  const existing = await storage.stat(name, signal);
-  if (existing) {
+  // This occurrence's archive may exist already (a re-claim, a repeated run), also under the other extension if
+  // the encryption setting changed in between: either way the occurrence has its one archive.
+  const other = backupName({ schedule: occurrence.schedule, dueMs: occurrence.dueMs, manual: occurrence.manual, encrypted: kek === undefined });
+  const found = (await storage.stat(name, signal)) ?? (await storage.stat(other, signal));
+  if (found) {
     // Published only after verification; check it again (cheap compared with a backup) and count it as this run's.
-    const opened = await openBackup({ storage, name, keys, signal }).catch((e: unknown) => {
+    const opened = await openBackup({ storage, name: found.name, keys, signal }).catch((e: unknown) => {
       if (e instanceof BackupError && e.code === 'VERIFY') {
         throw new BackupError('VERIFY', `${e.message}; this occurrence's archive is already published and damaged: inspect it, then delete it to make the backup again`, { cause: e });
       }
       throw e;
     });
-    log({ objects: opened.manifest.objects.length }, 'backup already published for this occurrence; verified, not written again');
+    ctx.log.info({ backup: found.name, objects: opened.manifest.objects.length }, 'backup already published for this occurrence; verified, not written again');
     const retention = await applyRetention(ctx, p, storage, signal);
-    return report(name, storage, true, opened.manifest, existing.sizeBytes, t0, retention);
+    return report(found.name, storage, true, opened.manifest, found.sizeBytes, t0, retention);
   }
 
   const { clusterId, kubernetesVersion } = await clusterIdentity(client, signal);

@@ -235,6 +235,10 @@ describe('backup: one archive per occurrence', () => {
     expect(second).toMatchObject({ name: first.name, alreadyExisted: true, objects: first.objects });
     expect(files(dir)).toEqual([backupName({ schedule: 'bk', dueMs: due, manual: false, encrypted: false })]);
     expect(fs.statSync(path.join(dir, first.name)).mtimeMs).toBe(mtime);
+    // Encryption switched on between two attempts: the occurrence still has its one (plain) archive.
+    const third = await runBackupJob({ ...job(dir), encryption: { key: { env: KEY_ENV } } }, backupContext({ dueMs: due, fencingToken: 3 }));
+    expect(third).toMatchObject({ name: first.name, alreadyExisted: true });
+    expect(files(dir)).toHaveLength(1);
     await admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}/configmaps/cm-late` });
   });
 
