@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Registry, register } from 'prom-client';
 import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
 
@@ -56,7 +57,10 @@ export class AdminServer {
             .writeHead(problems.length ? 503 : 200, { 'content-type': 'application/json' })
             .end(`${JSON.stringify({ ready: problems.length === 0, problems })}\n`);
         } else if (path === '/metrics') {
-          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
+          // Job kinds (e.g. a backup's progress gauge) and in-process user jobs register on prom-client's
+          // default registry; serve it beside the replica's own.
+          const merged = Registry.merge([metrics.registry, register]);
+          res.writeHead(200, { 'content-type': merged.contentType }).end(await merged.metrics());
         } else {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics, /healthz or /readyz\n');
         }

@@ -27,6 +27,19 @@ describe('metrics, health and logs', () => {
   let flock: Flock;
   afterEach(() => flock?.close());
 
+  it("serves metrics that job kinds and in-process jobs register on prom-client's default registry", async () => {
+    flock = await Flock.start();
+    const file = flock.writeSchedules(`schedules:
+  - { name: gauge, cron: "* * * * * *", job: { kind: module, path: ${ROOT}/test/fixtures/jobs/gauge.mjs, isolation: none } }
+`);
+    const r = await flock.startReplica({ name: 'g1', schedules: file });
+    await until(async () => (await flock.runs('gauge')).some((x) => x.state === 'succeeded'), 15_000, 'a run of the gauge job');
+    const { status, text } = await get(`${r.adminUrl}/metrics`);
+    expect(status).toBe(200);
+    expect(text).toMatch(/^user_job_last_value 42$/m);
+    expect(text).toMatch(/^cronflock_runs_total\{/m);
+  });
+
   it('counts runs, failures, skips and lateness as the records say; last success is flock-wide', async () => {
     flock = await Flock.start();
     flock.receiver.status.set('bad', 500);
