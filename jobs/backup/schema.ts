@@ -4,22 +4,13 @@
  * after validation.
  */
 import { z } from 'zod';
+import { regexString } from '../../runner/config/zod-regex.js';
 import { durationMs } from '../../runner/config/zod-duration.js';
 
 /** Built-in selections (see presets.ts). */
 export const BACKUP_PRESETS = ['namespace-apps', 'cluster-config'] as const;
 
-const validRegex = z.string().refine(
-  (s) => {
-    try {
-      new RegExp(s, 'u');
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: 'is not a valid regular expression' },
-);
+const validRegex = regexString;
 
 const name = z.string().min(1);
 

@@ -3,6 +3,7 @@
  * and the safety limits. Durations are strings in the file (`1h`, `7d`) and milliseconds after validation.
  */
 import { z } from 'zod';
+import { regexString } from '../../runner/config/zod-regex.js';
 import { durationMs } from '../../runner/config/zod-duration.js';
 import { compileFilter } from './filter.js';
 
@@ -18,17 +19,7 @@ export const TTL_ANNOTATIONS = ['cronflock.io/ttl', 'janitor/ttl', 'janitor/expi
 /** Built-in selections (see presets.ts). */
 export const PRESETS = ['finished-jobs', 'finished-pods', 'unused-configmaps', 'unused-secrets'] as const;
 
-const validRegex = z.string().refine(
-  (s) => {
-    try {
-      new RegExp(s, 'u');
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: 'is not a valid regular expression' },
-);
+const validRegex = regexString;
 
 const selectorSchema = z
   .strictObject({

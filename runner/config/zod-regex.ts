@@ -1,0 +1,18 @@
+/** A schema-file field that holds a regular expression (JavaScript syntax, `u` flag), checked at load time. */
+import { z } from 'zod';
+
+/**
+ * A string that compiles as `new RegExp(s, 'u')`; otherwise the load fails with "is not a valid regular
+ * expression" at the field's file:line:col.
+ */
+export const regexString = z.string().refine(
+  (s) => {
+    try {
+      new RegExp(s, 'u');
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'is not a valid regular expression' },
+);
