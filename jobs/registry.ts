@@ -2,12 +2,18 @@
  * The job kinds cronflock knows. The schedule-file schema is built from this list (a discriminated union on
  * `kind`), so adding a kind here is all it takes to make it usable and validated.
  */
-import { backupJob } from './backup/index.js';
-import { cleanupJob } from './cleanup/index.js';
+import { backupJobSchema } from './backup/schema.js';
+import { cleanupJobSchema } from './cleanup/schema.js';
 import { httpJob } from './http.js';
+import { lazyKind } from './lazy.js';
 import { moduleJob } from './module.js';
-import { restoreJob } from './restore/index.js';
+import { restoreJobSchema } from './restore/schema.js';
 import type { JobKind } from './types.js';
+
+// The Kubernetes kinds load their implementation (the Kubernetes client, the AWS SDK) on first use.
+const cleanupJob = lazyKind('cleanup', cleanupJobSchema, async () => (await import('./cleanup/index.js')).cleanupJob);
+const backupJob = lazyKind('backup', backupJobSchema, async () => (await import('./backup/index.js')).backupJob);
+const restoreJob = lazyKind('restore', restoreJobSchema, async () => (await import('./restore/index.js')).restoreJob);
 
 /** Built-in kinds by name. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -6,8 +6,6 @@
  */
 import type { Command } from 'commander';
 import type { CleanupParams } from '../../jobs/cleanup/schema.js';
-import { rbacNeeds, rbacYaml } from '../../jobs/cleanup/rbac.js';
-import { createKubeClient, loadKubeConfig } from '../../k8s/index.js';
 import { loadSchedules } from '../config/load.js';
 
 /** Adds `rbac` to the program. */
@@ -21,6 +19,9 @@ export function addRbacCommand(program: Command): void {
     .option('--context <name>', 'kubeconfig context (with --kubeconfig or --discover)')
     .option('--discover', 'resolve kinds through discovery with the default kubeconfig loading')
     .action(async (path: string, o: { name: string; kubeconfig?: string; context?: string; discover?: boolean }) => {
+      // Imported here: every cronflock command loads this file, only this one needs the Kubernetes client.
+      const { rbacNeeds, rbacYaml } = await import('../../jobs/cleanup/rbac.js');
+      const { createKubeClient, loadKubeConfig } = await import('../../k8s/index.js');
       const res = await loadSchedules(path);
       for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
       if (res.errors.length > 0 || res.files.length === 0) {

@@ -17,8 +17,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { hostname } from 'node:os';
 import type { KeySource } from '../../jobs/backup/encryption.js';
 import type { StorageParams } from '../../jobs/backup/storage.js';
-import { storageFor } from '../../jobs/backup/storage.js';
-import { keySources, openSource, restoreClient, runRestore, type RestoreReport } from '../../jobs/restore/index.js';
+import type { RestoreReport } from '../../jobs/restore/index.js';
 import { loadSchedules } from '../config/load.js';
 import { pino } from 'pino';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
@@ -77,6 +76,7 @@ export async function storageAndKeys(o: Flags): Promise<{ storage?: StorageParam
     if (!s) throw new CliError(`--schedule: no schedule named ${o.schedule} in ${o.from} (schedules: ${res.schedules.map((x) => x.name).join(', ')})`);
     const job = s.job as { kind: string; storage?: StorageParams; encryption?: { key: KeySource; previousKeys?: KeySource[] } };
     if (!job.storage) throw new CliError(`--schedule: ${o.schedule} is a ${job.kind} job; name a backup (or restore) schedule, which has storage:`);
+    const { keySources } = await import('../../jobs/restore/index.js');
     return { storage: job.storage, keys: keySources(job.encryption ? { encryption: job.encryption } : {}) };
   }
   if (direct.length > 1) throw new CliError('give one of --dir and --s3');
@@ -163,6 +163,9 @@ export function addRestoreCommand(program: Command): void {
     .option('--json', 'print the report as JSON');
   addRedisTlsOptions(c);
   c.action(async (backup: string, o: Flags) => {
+    // Imported here, not at the top: every cronflock command loads this file, few need the Kubernetes client.
+    const { storageFor } = await import('../../jobs/backup/storage.js');
+    const { openSource, restoreClient, runRestore } = await import('../../jobs/restore/index.js');
     // Logs go to stderr: stdout is the report.
     const log = pino({ level: process.env.CRONFLOCK_LOG_LEVEL ?? 'info', base: { replica: `cli@${hostname()}` }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
     const { storage: storageParams, keys } = await storageAndKeys(o);

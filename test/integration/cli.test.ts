@@ -2,7 +2,7 @@
  * The CLI as the README tells a user to run it, from the built package (bin/cronflock.js → dist/).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,34 @@ describe('the cronflock command', () => {
     flock = await Flock.start();
   });
   afterAll(() => flock?.close());
+
+  it('loads the Kubernetes client and the AWS SDK only for the kinds that need them', () => {
+    // An ESM resolve hook in the child reports the packages it resolves.
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-lazy-'));
+    writeFileSync(
+      join(dir, 'resolve.mjs'),
+      `export async function resolve(s, c, next) {
+  if (/^@(kubernetes|aws-sdk)\\//.test(s)) process.stderr.write('RESOLVED ' + s + '\\n');
+  return next(s, c);
+}\n`,
+    );
+    const hook = join(dir, 'hook.mjs');
+    writeFileSync(hook, `import { register } from 'node:module';\nregister('./resolve.mjs', import.meta.url);\n`);
+    const write = (name: string, job: string): string => {
+      const f = join(dir, name);
+      writeFileSync(f, `schedules:\n  - { name: a, cron: "0 3 * * *", job: ${job} }\n`);
+      return f;
+    };
+    const validate = (file: string) =>
+      spawnSync(process.execPath, ['--import', hook, BIN, 'validate', file], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const http = validate(write('http.yaml', '{ kind: http, url: "http://127.0.0.1:9/x" }'));
+    expect(http.status, http.stderr).toBe(0);
+    expect(http.stderr).not.toMatch(/RESOLVED/);
+    // The hook works: a cleanup schedule's compile step loads the Kubernetes client.
+    const cleanup = validate(write('cleanup.yaml', '{ kind: cleanup, resources: [{ preset: finished-jobs, olderThan: 1h }] }'));
+    expect(cleanup.status, cleanup.stdout + cleanup.stderr).toBe(0);
+    expect(cleanup.stderr).toMatch(/RESOLVED @kubernetes\/client-node/);
+  });
 
   it('is what the package ships: bin, compiled CLI and the JSON Schema', () => {
     const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
