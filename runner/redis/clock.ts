@@ -61,9 +61,9 @@ export class RedisClock {
     return this.best?.offsetMs ?? 0;
   }
 
-  /** Estimated current Redis time, UTC ms. */
+  /** Estimated current Redis time, UTC ms, a whole number (times become keys and job inputs: no fractions). */
   now(): number {
-    return Date.now() + this.offsetMs;
+    return Math.round(Date.now() + this.offsetMs);
   }
 
   /** Host-timer delay (ms, ≥ 0) until the Redis clock reads `redisMs`. */

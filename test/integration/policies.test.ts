@@ -158,7 +158,12 @@ describe('policies across replicas', () => {
     expect(t.status, t.stderr).toBe(0);
     const key = (JSON.parse(t.stdout) as { occurrence: string }).occurrence;
     await until(() => flock.receiver.of('hourly').some((d) => d.body.occurrence === key), 10_000, 'manual run');
-    expect(flock.receiver.of('hourly').find((d) => d.body.occurrence === key)!.body.manual).toBe(true);
+    const manual = flock.receiver.of('hourly').find((d) => d.body.occurrence === key)!.body;
+    expect(manual.manual).toBe(true);
+    // A manual due time is a whole millisecond, like every due time (a backup names its archive after it).
+    expect(Number.isInteger(Date.parse(manual.dueAt)) && key.endsWith(`${manual.dueAt}~manual`)).toBe(true);
+    const [rec] = (await flock.runs('hourly')).filter((r) => r.key === key);
+    expect(Number.isInteger(rec!.dueMs), `dueMs ${rec!.dueMs}`).toBe(true);
     const unknown = cli(flock, ['trigger', 'nope']);
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain('no replica runs a schedule named "nope"; known schedules: hourly');
