@@ -241,7 +241,17 @@ export class Executor {
       });
       if (claim.status === 'early') await sleep(claim.waitMs + 1, this.stopping.signal);
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
-      else if (claim.status === 'claimed') return this.run(job, token, sched, kind, claim, sentMono);
+      else if (claim.status === 'claimed') {
+        if (performance.now() - sentMono > o.lockMs / 2) {
+          // The answer took so long (Redis or this process paused) that the lease may lapse before the first
+          // renewal: starting the job now could let it run unfenced for a moment. Give the claim up unrun (the
+          // release is token-guarded and is not counted as a stall) and claim again.
+          this.log.warn({ occurrence: d.key, fencingToken: claim.token, waitedMs: Math.round(performance.now() - sentMono) }, 'claim answered too late to hold; claiming again');
+          await this.store.release(d.key, claim.token, 'claim answered after half its lease').catch(() => false);
+          continue;
+        }
+        return this.run(job, token, sched, kind, claim, sentMono);
+      }
       else {
         const reason = claim.status === 'skipped' ? claim.reason : undefined;
         this.log.info({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
