@@ -399,16 +399,21 @@ describe('loadSchedules', () => {
     only(r.errors, { file: `${dir}/a-bad.yaml`, line: 6, col: 12, field: 'schedules[0].job.url' });
   });
 
-  it('refuses the later file of a directory that reuses a name, with the location of the first', async () => {
+  it('refuses every file of a directory that defines a reused name, each naming the other definition', async () => {
     const dir = fixtures('dup-dir');
     const r = await loadSchedules(dir);
     expect(r.files).toEqual([
-      { file: `${dir}/a.yaml`, ok: true, scheduleCount: 1 },
+      { file: `${dir}/a.yaml`, ok: false, scheduleCount: 0 },
       { file: `${dir}/b.yml`, ok: false, scheduleCount: 0 },
     ]);
-    expect(r.schedules.map((s) => s.name)).toEqual(['backup']);
-    const e = only(r.errors, { file: `${dir}/b.yml`, line: 5, col: 11, field: 'schedules[1].name', code: 'NAME_DUPLICATE' });
-    expect(e.reason).toContain(`${dir}/a.yaml:2:11`);
+    expect(r.schedules).toEqual([]);
+    const b = r.errors.find((e) => e.file === `${dir}/b.yml`)!;
+    expect(b).toMatchObject({ line: 5, col: 11, field: 'schedules[1].name', code: 'NAME_DUPLICATE' });
+    expect(b.reason).toContain(`${dir}/a.yaml:2:11`);
+    const a = r.errors.find((e) => e.file === `${dir}/a.yaml`)!;
+    expect(a).toMatchObject({ line: 2, col: 11, field: 'schedules[0].name', code: 'NAME_DUPLICATE' });
+    expect(a.reason).toContain(`${dir}/b.yml:5:11`);
+    expect(r.errors).toHaveLength(2);
   });
 
   it('loads a single file', async () => {

@@ -124,7 +124,9 @@ const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout']);
  *
  * Never throws for bad input: problems are returned as {@link ConfigError}s. A file with any error is refused
  * whole (nothing from it is returned); other files of the directory still load. A schedule name already
- * defined in an earlier file (by name order, whether or not that file was refused) refuses the later file.
+ * defined in more than one file refuses every file that defines it (each error names the other definition): which
+ * file was meant is for the user to say, and on a reload the running version of a refused file goes on, so an added
+ * file that reuses a running schedule's name cannot take that schedule over.
  * A missing path, an unreadable file or a directory without schedule files gives a `CONFIG_IO` error with
  * line 0.
  * @param path a file or a directory; relative paths stay relative in error messages and `source.file`.
@@ -148,37 +150,41 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
   }
 
   const result: LoadResult = { schedules: [], errors: [], files: [] };
-  const taken = new Map<string, NameDefinition>();
+  const checkedFiles: { file: string; checked: Awaited<ReturnType<typeof checkText>> | null; errors: ConfigError[] }[] = [];
+  const definedIn = new Map<string, NameDefinition[]>();
   for (const file of files) {
     let text: string;
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      result.errors.push(ioError(file, `cannot be read: ${(err as Error).message}`, undefined, err));
-      result.files.push({ file, ok: false, scheduleCount: 0 });
+      checkedFiles.push({ file, checked: null, errors: [ioError(file, `cannot be read: ${(err as Error).message}`, undefined, err)] });
       continue;
     }
     const checked = await checkText(text, file, dirname(resolve(file)));
-    const errors = [...checked.errors];
-    for (const def of checked.names) {
-      const first = taken.get(def.name);
-      if (first) {
-        errors.push(
-          new ConfigError({
-            code: 'NAME_DUPLICATE',
-            file,
-            line: def.line,
-            col: def.col,
-            field: def.field,
-            reason: `name "${def.name}" is already used in ${first.file}:${first.line}:${first.col} (${first.field})`,
-            hint: 'schedule names must be unique across all schedule files',
-          }),
-        );
-      }
+    checkedFiles.push({ file, checked, errors: [...checked.errors] });
+    for (const def of checked.names) definedIn.set(def.name, [...(definedIn.get(def.name) ?? []), def]);
+  }
+  // A name defined in two files refuses both (duplicates inside one file are the schema's to report).
+  for (const entry of checkedFiles) {
+    for (const def of entry.checked?.names ?? []) {
+      const other = (definedIn.get(def.name) ?? []).find((d) => d.file !== entry.file);
+      if (!other) continue;
+      entry.errors.push(
+        new ConfigError({
+          code: 'NAME_DUPLICATE',
+          file: entry.file,
+          line: def.line,
+          col: def.col,
+          field: def.field,
+          reason: `name "${def.name}" is also defined in ${other.file}:${other.line}:${other.col} (${other.field}); both files are refused`,
+          hint: 'schedule names must be unique across all schedule files: rename or remove one of the two',
+        }),
+      );
     }
-    for (const def of checked.names) if (!taken.has(def.name)) taken.set(def.name, def);
+  }
+  for (const { file, checked, errors } of checkedFiles) {
     errors.sort(byPosition);
-    const ok = errors.length === 0;
+    const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
     if (ok) result.schedules.push(...checked.schedules);
     result.files.push({ file, ok, scheduleCount: ok ? checked.schedules.length : 0 });
