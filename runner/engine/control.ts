@@ -36,10 +36,23 @@ export interface ControlContext {
   by: string;
 }
 
-/** The published definition of `schedule`. @throws ControlError when no replica runs it. */
+/**
+ * The published definition of `schedule`.
+ * @throws ControlError when no replica runs it, or when the replica that published it is no longer a live
+ *   member (nobody would run the occurrence).
+ */
 export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, schedule: string): Promise<PublishedDefinition> {
   const raw = await c.redis.hget(c.keys.definitions, schedule);
-  if (raw) return JSON.parse(raw) as PublishedDefinition;
+  if (raw) {
+    const def = JSON.parse(raw) as PublishedDefinition;
+    const [time, until] = await Promise.all([c.redis.time(), c.redis.zscore(c.keys.replicas, def.replica)]);
+    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    if (until !== null && Number(until) > nowMs) return def;
+    throw new ControlError(
+      `schedule "${schedule}" was published by replica ${def.replica}, which is no longer running; ` +
+        'start a replica with the schedule file that defines it (or wait for the running ones to re-publish it)',
+    );
+  }
   const known = (await c.redis.hkeys(c.keys.definitions)).sort();
   throw new ControlError(
     `no replica runs a schedule named "${schedule}"` +

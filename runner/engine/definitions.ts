@@ -9,6 +9,11 @@
  * same file, it publishes again and takes part. Equal content means equal hashes: replicas that agree never
  * exclude each other. An old replica that is restarted later would publish its older file as the newest: keep
  * rollouts moving forward (Kubernetes does), and do not run different files against one namespace for long.
+ *
+ * A publication counts only while its publisher is a live member of the flock (the planner's membership): when
+ * the replica that published the winning definition goes away (a canary rolled back, a crash), the remaining
+ * replicas run their own definitions again and re-publish them, so a schedule never stops because the
+ * replica holding its newest definition is gone.
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
@@ -43,7 +48,13 @@ while ARGV[i] ~= '|' do
   local raw = redis.call('HGET', KEYS[1], name)
   local cur = raw and cjson.decode(raw)
   if cur and cur.definitionHash == mine.definitionHash then
-    -- Same content: nothing to decide.
+    -- Same content: nothing to decide; name the latest publisher, which is the one most likely to be alive
+    -- (a publication counts while its publisher is a live member).
+    if cur.replica ~= ARGV[1] then
+      cur.replica = ARGV[1]
+      redis.call('HSET', KEYS[1], name, cjson.encode(cur))
+      changed = true
+    end
   else
     mine.loadedAtMs = now
     redis.call('HSET', KEYS[1], name, cjson.encode(mine))
@@ -67,8 +78,12 @@ const PUBLISH_CHUNK = 1000;
 
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
-  private winners = new Map<string, string>();
+  private winners = new Map<string, { hash: string; replica: string }>();
   private version: string | null = null;
+  /** What this replica published last (re-published when the winner's publisher is gone). */
+  private mine: readonly EngineSchedule[] = [];
+  /** Whether a replica is a live member; until the first membership view, every publisher counts as live. */
+  isLive: (replica: string) => boolean = () => true;
 
   constructor(
     private readonly redis: RedisClient,
@@ -81,6 +96,12 @@ export class Definitions {
    * longer runs (only where its own publication is the current one). Then refreshes the view.
    */
   async publish(schedules: readonly EngineSchedule[], removed: readonly string[] = []): Promise<void> {
+    await this.publishOnly(schedules, removed);
+    this.mine = schedules;
+    await this.refresh(true);
+  }
+
+  private async publishOnly(schedules: readonly EngineSchedule[], removed: readonly string[]): Promise<void> {
     // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: string[] = [this.replica];
@@ -104,30 +125,69 @@ export class Definitions {
     }
     for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
     if (args.length > 1 || removed.length === 0) await flush([]);
-    await this.refresh(true);
   }
 
   private get versionKey(): string {
     return `${this.keys.definitions}:version`;
   }
 
-  /** Re-reads the published definitions when their version changed (one GET otherwise). */
-  async refresh(force = false): Promise<void> {
+  /**
+   * Re-reads the published definitions when their version changed (one GET otherwise), and re-publishes this
+   * replica's definitions of schedules whose winning publisher is no longer live.
+   * @returns true when the view changed (re-read or re-published).
+   */
+  async refresh(force = false): Promise<boolean> {
     const v = await this.redis.get(this.versionKey);
-    if (!force && v === this.version) return;
-    const all = await this.redis.hgetall(this.keys.definitions);
-    this.winners = new Map(Object.entries(all).map(([k, raw]) => [k, (JSON.parse(raw) as PublishedDefinition).definitionHash]));
-    this.version = v;
+    let changed = false;
+    if (force || v !== this.version) {
+      const all = await this.redis.hgetall(this.keys.definitions);
+      this.winners = new Map(
+        Object.entries(all).map(([k, raw]) => {
+          const d = JSON.parse(raw) as PublishedDefinition;
+          return [k, { hash: d.definitionHash, replica: d.replica }];
+        }),
+      );
+      this.version = v;
+      changed = true;
+    }
+    const candidates = this.mine.filter((s) => {
+      const w = this.winners.get(s.name);
+      // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
+      return w !== undefined && w.replica !== this.replica && !this.isLive(w.replica);
+    });
+    const orphaned = candidates.length === 0 ? candidates : await this.stillOrphaned(candidates);
+    if (orphaned.length > 0) {
+      await this.publishOnly(orphaned, []);
+      await this.refresh(true);
+      return true;
+    }
+    return changed;
   }
 
-  /** True when some replica publishes a definition of `name` (it may run it even if this one does not). */
+  /**
+   * Of schedules whose publisher this replica's membership view (up to a tick old) misses, those whose publisher
+   * is not a member in Redis now either: a replica that has just joined and published is not taken for gone.
+   */
+  private async stillOrphaned(candidates: readonly EngineSchedule[]): Promise<EngineSchedule[]> {
+    const publishers = [...new Set(candidates.map((s) => this.winners.get(s.name)!.replica))];
+    const [time, ...scores] = await Promise.all([this.redis.time(), ...publishers.map((r) => this.redis.zscore(this.keys.replicas, r))]);
+    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const live = new Set(publishers.filter((_, i) => scores[i] != null && Number(scores[i]) > nowMs));
+    return candidates.filter((s) => !live.has(this.winners.get(s.name)!.replica));
+  }
+
+  /** True when a live replica publishes a definition of `name` (it may run it even if this one does not). */
   has(name: string): boolean {
-    return this.winners.has(name);
+    const w = this.winners.get(name);
+    return w !== undefined && this.isLive(w.replica);
   }
 
-  /** True when this replica's definition of `s` is the published one (or nothing is published for it). */
+  /**
+   * True when this replica's definition of `s` is the published one, or nothing is published for it, or its
+   * publisher is no longer live.
+   */
   isCurrent(s: EngineSchedule): boolean {
     const w = this.winners.get(s.name);
-    return w === undefined || s.definitionHash === undefined || w === s.definitionHash;
+    return w === undefined || s.definitionHash === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
   }
 }

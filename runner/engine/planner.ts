@@ -56,8 +56,15 @@ export class Planner {
   private current = new Map<string, EngineSchedule>();
   /** Whether this replica may plan a schedule (its definition is the published winner); default yes. */
   mayPlan: (s: EngineSchedule) => boolean = () => true;
-  /** Runs at the start of every tick (the replica refreshes the published definitions there). */
-  beforeTick: (() => Promise<void>) | undefined;
+  /**
+   * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
+   * what `mayPlan` answers may have changed.
+   */
+  beforeTick: (() => Promise<boolean | void>) | undefined;
+  /** The live replicas of the latest membership view (undefined before the first heartbeat). */
+  liveReplicas: ReadonlySet<string> | undefined;
+  /** Names this replica offered as of the latest check (mayPlan and owned); undefined before the first one. */
+  private plannable: Set<string> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -86,6 +93,15 @@ export class Planner {
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
   ) {}
+
+  /**
+   * Joins the planning membership before the replica publishes its definitions, so that the others see a live
+   * publisher (definitions.ts) and do not take its new definitions for a departed replica's.
+   */
+  async join(schedules: readonly EngineSchedule[]): Promise<void> {
+    this.digest = definitionsDigest(schedules);
+    await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
+  }
 
   /**
    * Loads watermarks and starts ticking. A schedule with a watermark resumes after it (bounded by the horizon);
@@ -141,6 +157,8 @@ export class Planner {
     }
     this.current = next;
     this.digest = definitionsDigest(schedules);
+    // Added and changed schedules start at now (above), not at what a take-over would re-offer.
+    this.plannable = undefined;
     return diff;
   }
 
@@ -159,21 +177,28 @@ export class Planner {
   }
 
   /**
-   * Renews this replica's membership and returns the schedules it gained since the previous view (none on the
-   * first view, which start() already covers from the watermarks).
+   * Renews this replica's membership and returns the schedules it now offers and did not at the previous check
+   * (none on the first check, which start() already covers from the watermarks). A schedule is gained when its
+   * owner changes to this replica, or when this replica's definition becomes the one to plan again (its newer
+   * rival's publisher left): both are re-checked only when the membership or the definitions changed.
    */
-  private async refreshView(): Promise<{ view: OwnershipView; gained: EngineSchedule[] }> {
+  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: EngineSchedule[] }> {
     const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
     const before = this.view;
     const view = new OwnershipView(members, this.opts.replica, this.digest);
     this.view = view;
+    const membershipChanged = before !== undefined && !before.sameAs(view);
+    const liveChanged = this.liveReplicas === undefined || members.length !== this.liveReplicas.size || members.some((m) => !this.liveReplicas!.has(m.replica));
+    this.liveReplicas = new Set(members.map((m) => m.replica));
     const gained: EngineSchedule[] = [];
-    if (before && !before.sameAs(view)) {
-      for (const s of this.current.values()) if (!before.owns(s.name) && view.owns(s.name)) gained.push(s);
-      this.log.info(
-        { replicas: view.sharing.length || members.length, divided: view.divided, gained: gained.length },
-        'planning membership changed',
-      );
+    if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged) {
+      const now = new Set<string>();
+      for (const s of this.current.values()) if (this.mayPlan(s) && view.owns(s.name)) now.add(s.name);
+      if (this.plannable !== undefined) for (const name of now) if (!this.plannable.has(name)) gained.push(this.current.get(name)!);
+      this.plannable = now;
+    }
+    if (membershipChanged) {
+      this.log.info({ replicas: view.sharing.length || members.length, divided: view.divided, gained: gained.length }, 'planning membership changed');
     }
     return { view, gained };
   }
@@ -197,8 +222,8 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
-    await this.beforeTick?.();
-    const { view, gained } = await this.refreshView();
+    const definitionsChanged = (await this.beforeTick?.()) === true;
+    const { view, gained } = await this.refreshView(definitionsChanged);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: EngineSchedule; next: number }[] = [];
@@ -208,7 +233,6 @@ export class Planner {
     // or this replica saw the change before it did). Those that exist already cost one EXISTS each.
     const since = now - this.membershipTtlMs - 2 * this.opts.tickMs;
     for (const s of gained) {
-      if (!this.mayPlan(s)) continue;
       const cands: { dueMs: number; fireMs: number }[] = [];
       const cursor = this.cursors.get(s.name) ?? now;
       for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {

@@ -89,10 +89,13 @@ export class Replica {
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
     r.metrics = metrics;
     const definitions = new Definitions(cmd, keys, o.replica);
+    await planner.join(p.schedules);
     await definitions.publish(p.schedules);
     r.definitions = definitions;
     planner.mayPlan = (s) => definitions.isCurrent(s);
     planner.beforeTick = () => definitions.refresh();
+    // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
+    definitions.isLive = (replica) => planner.liveReplicas?.has(replica) ?? true;
     executor.isCurrent = (s) => definitions.isCurrent(s);
     executor.isPublished = (name) => definitions.has(name);
     executor.start();

@@ -127,4 +127,32 @@ describe('reload', () => {
     await sleep(2500);
     expect(flock.receiver.of('takeover')).toEqual([]);
   });
+
+  it('goes back to the remaining definition when the replica that published a newer one dies', async () => {
+    flock = await Flock.start();
+    const url = flock.receiver.url;
+    const def = (jitter: string, path: string) =>
+      `schedules:\n  - { name: tick, cron: "* * * * * *", jitter: ${jitter}, job: { kind: http, url: ${url}/${path} } }\n`;
+    const old = flock.writeSchedules(def('500ms', 'old'), 'old.yaml');
+    const canaryFile = flock.writeSchedules(def('400ms', 'canary'), 'canary.yaml');
+    for (const n of ['r1', 'r2']) await flock.startReplica({ name: n, schedules: old });
+    await sleep(3000);
+    const canary = await flock.startReplica({ name: 'canary', schedules: canaryFile });
+    await until(() => flock.receiver.of('tick').some((d) => d.path === '/canary'), 10_000, 'the canary runs the schedule');
+    canary.signal('SIGKILL');
+    const killedAt = Date.now();
+    await sleep(12_000);
+    // From a few seconds after the kill (membership expiry, 2 s) every due time runs once, under the old definition.
+    const from = Math.ceil((killedAt + 4000) / 1000) * 1000;
+    const to = Date.now() - 2000;
+    const counts = flock.receiver.countByOccurrence();
+    const missing: string[] = [];
+    for (let d = from; d <= to; d += 1000) {
+      const key = `tick@${new Date(d).toISOString()}`;
+      if (counts.get(key) !== 1) missing.push(`${key}: ${counts.get(key) ?? 0}`);
+    }
+    expect(missing).toEqual([]);
+    expect(flock.receiver.of('tick').filter((d) => Date.parse(d.body.dueAt) >= from).every((d) => d.path === '/old')).toBe(true);
+    expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
+  });
 });
