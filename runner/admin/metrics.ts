@@ -4,6 +4,9 @@
  * schedule). Names follow Prometheus conventions: `_total` counters, base units (seconds).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** How long a scrape waits for the flock-wide last-success times from Redis. */
+const LAST_SUCCESS_READ_TIMEOUT_MS = 1_000;
 import type { RunEvent } from '../engine/executor.js';
 import type { PlannedOccurrence } from '../redis/store.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -72,7 +75,14 @@ export class Metrics {
       labelNames: ['schedule'],
       registers: [r],
       async collect() {
-        const all = await o.redis.hgetall(o.keys.lastSuccess).catch(() => ({}) as Record<string, string>);
+        // A scrape must answer while Redis hangs (that is when cronflock_redis_errors_total matters): give the
+        // read a second, then serve the other metrics and keep the last values of this one.
+        let timer: NodeJS.Timeout | undefined;
+        const all = await Promise.race([
+          o.redis.hgetall(o.keys.lastSuccess).catch(() => null),
+          new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), LAST_SUCCESS_READ_TIMEOUT_MS))),
+        ]).finally(() => clearTimeout(timer));
+        if (all === null) return;
         this.reset();
         for (const [schedule, ms] of Object.entries(all)) this.set({ schedule }, Number(ms) / 1000);
       },

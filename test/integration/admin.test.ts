@@ -104,6 +104,18 @@ describe('metrics, health and logs', () => {
     await sleep(2500);
     expect(flock.receiver.of('ok').length).toBeGreaterThan(before); // and it works again
     expect(r.child.exitCode).toBeNull(); // nothing crashed
+
+    // A hung Redis (stopped, not gone): /metrics still answers, at once-ish, with the error counter.
+    process.kill(flock.redis.pid!, 'SIGSTOP');
+    try {
+      const t0 = Date.now();
+      const m = await get(`${base}/metrics`);
+      expect(m.status).toBe(200);
+      expect(m.text).toMatch(/^cronflock_redis_errors_total /m);
+      expect(Date.now() - t0).toBeLessThan(4_000);
+    } finally {
+      process.kill(flock.redis.pid!, 'SIGCONT');
+    }
   });
 
   it('keeps credentials out of logs and records: URL user info and headers', async () => {
