@@ -23,6 +23,25 @@ export const httpJobSchema = z
     params: z.record(z.string(), z.unknown()).optional().describe('extra JSON sent in the body under "params"'),
     timeout: timerDurationMs.default(30_000).describe('per-request timeout, e.g. 10s (default 30s)'),
   })
+  .superRefine((v, ctx) => {
+    // Credentials in the URL become a Basic Authorization header; with an explicit one too, both would be sent
+    // joined into one invalid header. Say which to keep instead.
+    const auth = Object.keys(v.headers ?? {}).find((h) => h.toLowerCase() === 'authorization');
+    let hasUrlCredentials = false;
+    try {
+      const u = new URL(v.url);
+      hasUrlCredentials = u.username !== '' || u.password !== '';
+    } catch {
+      return; // the url field reports it
+    }
+    if (auth !== undefined && hasUrlCredentials) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headers', auth],
+        message: 'the url carries credentials (user:password@), which are sent as Basic authorization; keep either those or this header, not both',
+      });
+    }
+  })
   .transform(({ timeout, ...rest }) => ({ ...rest, timeoutMs: timeout }));
 
 /** Parameters after validation: `timeoutMs` in milliseconds. */

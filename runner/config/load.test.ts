@@ -103,6 +103,15 @@ describe('parseScheduleText: valid files', () => {
 describe('parseScheduleText: refusals name file, line, col and field', () => {
   const cases = JSON.parse(readFileSync(casesUrl, 'utf8')) as { rejected: RejectedCase[] };
 
+  it('refuses an http job with credentials in the url and an Authorization header (they would be joined)', async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: a\n    cron: "0 * * * *"\n    job:\n      kind: http\n      url: "http://u:p@example.com/x"\n      headers: { authorization: "Bearer X" }\n',
+      'auth.yaml',
+    );
+    const e = only(r.errors, { file: 'auth.yaml', line: 7, col: 33, field: 'schedules[0].job.headers.authorization' });
+    expect(e.reason).toContain('keep either those or this header');
+  });
+
   it('finds the shared reference cases', () => {
     expect(cases.rejected.length).toBeGreaterThan(0);
   });
