@@ -306,6 +306,11 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
   throw err;
 });
+// `cronflock start bad.yaml 2>&1 | head -1`: the same for the error output (it hung on the closed pipe).
+process.stderr.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : 2);
+  throw err;
+});
 
 /** Option names as users type them: `lockMs` → `--lock`. */
 function flagNames(message: string): string {

@@ -129,6 +129,21 @@ describe('the cronflock command', () => {
     expect(r.stderr).toContain('no valid schedules');
   });
 
+  it('exits when the reader of its output goes away (`cronflock start bad.yaml | head -1`)', async () => {
+    const lines = Array.from({ length: 400 }, (_, i) => `  - { name: a${i}, cron: "99 * * * *", job: { kind: http, url: "http://127.0.0.1/" } }`);
+    const bad = flock.writeSchedules(`schedules:\n${lines.join('\n')}\n`, 'many-bad.yaml');
+    const child = spawn(process.execPath, [BIN, 'start', bad, '--redis', flock.redis.url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Like `head -1`: read the first chunk of the log, then close the pipe.
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.stderr.resume();
+    const exited = await Promise.race([
+      new Promise<boolean>((resolve) => child.once('exit', () => resolve(true))),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000)),
+    ]);
+    if (!exited) child.kill('SIGKILL');
+    expect(exited).toBe(true);
+  });
+
   it('runs the demo flock the README starts with `npm start`', () => {
     const r = spawnSync('npm', ['start', '--', '--seconds', '12'], { cwd: ROOT, encoding: 'utf8', timeout: 90_000 });
     expect(r.status, r.stderr).toBe(0);
