@@ -103,6 +103,16 @@ describe('parseScheduleText: valid files', () => {
 describe('parseScheduleText: refusals name file, line, col and field', () => {
   const cases = JSON.parse(readFileSync(casesUrl, 'utf8')) as { rejected: RejectedCase[] };
 
+  it("names a nested block's discriminator, not the job kind, when it is unknown (storage.type)", async () => {
+    const r = await parseScheduleText(
+      'schedules:\n  - name: b\n    cron: "0 3 * * *"\n    job:\n      kind: backup\n      resourceSets: [{ apiVersion: v1, kinds: [ConfigMap] }]\n      storage: { type: gcs, bucket: x }\n',
+      'gcs.yaml',
+    );
+    const e = only(r.errors, { file: 'gcs.yaml', line: 7, col: 24, field: 'schedules[0].job.storage.type' });
+    expect(e.reason).toBe('unknown type "gcs"');
+    expect(e.hint).toBe('one of: local, s3');
+  });
+
   it('refuses an http job with credentials in the url and an Authorization header (they would be joined)', async () => {
     const r = await parseScheduleText(
       'schedules:\n  - name: a\n    cron: "0 * * * *"\n    job:\n      kind: http\n      url: "http://u:p@example.com/x"\n      headers: { authorization: "Bearer X" }\n',

@@ -510,16 +510,19 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
 
   if (issue.code === 'invalid_union' && issue.discriminator !== undefined && !('matches' in issue)) {
     const kinds = (issue.options ?? []).map(String).join(', ');
+    // The job block's `kind`, or another discriminated block's field (e.g. a backup's `storage.type`).
+    const isJobKind = path.length === 4 && path[2] === 'job' && path[3] === 'kind';
+    const what = isJobKind ? 'job kind' : String(issue.discriminator);
     if (!locator.exists(path)) {
-      return [{ code: 'SCHEMA_INVALID', path, reason: `is required (the job kind)`, hint: `one of: ${kinds}` }];
+      return [{ code: 'SCHEMA_INVALID', path, reason: `is required (the ${what})`, hint: `one of: ${kinds}` }];
     }
     const given = valueAt(data, path);
     return [
       {
         code: 'SCHEMA_INVALID',
         path,
-        reason: `unknown job kind ${JSON.stringify(given)}`,
-        hint: `known kinds: ${kinds}`,
+        reason: isJobKind ? `unknown job kind ${JSON.stringify(given)}` : `unknown ${what} ${JSON.stringify(given)}`,
+        hint: isJobKind ? `known kinds: ${kinds}` : `one of: ${kinds}`,
       },
     ];
   }
