@@ -130,7 +130,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     ...(tls ? { tls } : {}),
   };
   if (e.mode === 'sentinel') {
-    return new Redis({
+    return refuseMissingDb(e, new Redis({
       ...common,
       sentinels: e.nodes,
       name: e.masterName!,
@@ -141,9 +141,27 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       sentinelRetryStrategy: retry,
       // Follow a failover as soon as the sentinels announce it, not only when the old master's socket drops.
       failoverDetector: true,
-    });
+    }));
   }
-  return new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port });
+  return refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port }));
+}
+
+/**
+ * ioredis reports a database index the server does not have ("ERR DB index is out of range") as an error event
+ * and then goes on with database 0: cronflock would silently read and write another flock's keys. A wrong index
+ * is a configuration error that no retry fixes, so the process says so and exits (2, bad input).
+ */
+function refuseMissingDb(e: RedisEndpoint, client: Redis): Redis {
+  if (e.db === 0) return client;
+  client.on('error', (err: Error) => {
+    if (!/DB index is out of range/i.test(err.message)) return;
+    process.stderr.write(
+      `cronflock: ${e.redacted}: the server has no database ${e.db} (${err.message}); ` +
+        "use an index below the server's 'databases' setting (16 by default), e.g. /0\n",
+    );
+    process.exit(2);
+  });
+  return client;
 }
 
 /** A connection for cronflock's own commands and BullMQ's Queue (auto-pipelined; commands fail fast). */

@@ -129,6 +129,12 @@ describe('the cronflock command', () => {
     expect(r.stderr).toContain('no valid schedules');
   });
 
+  it('refuses a Redis database index the server does not have instead of using database 0', () => {
+    const r = run(['runs', '--redis', `${flock.redis.url}/99`]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('the server has no database 99');
+  });
+
   it('exits when the reader of its output goes away (`cronflock start bad.yaml | head -1`)', async () => {
     const lines = Array.from({ length: 400 }, (_, i) => `  - { name: a${i}, cron: "99 * * * *", job: { kind: http, url: "http://127.0.0.1/" } }`);
     const bad = flock.writeSchedules(`schedules:\n${lines.join('\n')}\n`, 'many-bad.yaml');
