@@ -3,7 +3,8 @@
  * runner/engine/control.ts). They need the same Redis and namespace as the replicas.
  */
 import { Queue } from 'bullmq';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { isoTimeArg } from './arg-parsers.js';
 import { hostname } from 'node:os';
 import { backfill, ControlError, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
 import { DEFAULT_OPTIONS } from '../engine/options.js';
@@ -14,12 +15,6 @@ import { Store } from '../redis/store.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 type Flags = { redis?: string; namespace: string; json?: boolean } & RedisTlsFlags;
-
-const isoTime = (v: string): number => {
-  const ms = Date.parse(v);
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
-  return ms;
-};
 
 /** Connects, runs `fn` with a control context, and turns refusals and Redis errors into CLI errors. */
 async function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
@@ -79,8 +74,8 @@ export function addControlCommands(program: Command): void {
       .command('backfill')
       .description('run the occurrences due in a past range that have no record yet, oldest first')
       .argument('<schedule>', 'schedule name')
-      .requiredOption('--from <iso>', 'first due time to consider (inclusive)', isoTime)
-      .requiredOption('--to <iso>', 'last due time to consider (inclusive)', isoTime),
+      .requiredOption('--from <iso>', 'first due time to consider (inclusive)', isoTimeArg)
+      .requiredOption('--to <iso>', 'last due time to consider (inclusive)', isoTimeArg),
   ).action(async (schedule: string, o: Flags & { from: number; to: number }) => {
     const r = await withControl(o, (c) => backfill(c, schedule, o.from, o.to));
     print(o, r, `enqueued ${r.enqueued.length} occurrence(s); ${r.existing.length} already had a record and were left alone`);

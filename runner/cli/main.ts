@@ -7,7 +7,8 @@
  *   cronflock runs               run records from Redis
  *   cronflock restore <backup>   restore a backup into a cluster (--dry-run: the plan only)
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
+import { durationArg, isoTimeArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
 import { readFileSync, statSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +21,7 @@ import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
-import { DurationError, formatDurationMs, parseDurationMs } from '../time/duration.js';
+import { formatDurationMs } from '../time/duration.js';
 import { addControlCommands } from './control-commands.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
@@ -30,23 +31,6 @@ const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json
   version: string;
 };
 
-const duration = (v: string): number => {
-  try {
-    return parseDurationMs(v);
-  } catch (e) {
-    throw new InvalidArgumentError((e as DurationError).message);
-  }
-};
-const positiveInt = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number ≥ 1');
-  return n;
-};
-const isoTime = (v: string): number => {
-  const ms = Date.parse(v);
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
-  return ms;
-};
 const iso = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString());
 
 /** Prints refused files' errors to stderr; returns the number of refused files. */
@@ -77,8 +61,8 @@ program
   .description('print upcoming due times with their fire times and jitter window ends (UTC)')
   .argument('<path>', 'schedule file or directory')
   .option('-s, --schedule <name>', 'only this schedule')
-  .option('-n, --count <n>', 'occurrences per schedule', positiveInt, 5)
-  .option('--from <iso>', 'start after this instant (default: now)', isoTime)
+  .option('-n, --count <n>', 'occurrences per schedule', positiveIntArg, 5)
+  .option('--from <iso>', 'start after this instant (default: now)', isoTimeArg)
   .option('--json', 'print JSON')
   .action(async (path: string, o: { schedule?: string; count: number; from?: number; json?: boolean }) => {
     const res = await loadSchedules(path);
@@ -111,7 +95,7 @@ program
   .command('runs')
   .description('print run records (newest first)')
   .option('-s, --schedule <name>', 'only this schedule')
-  .option('--limit <n>', 'records per schedule', positiveInt, 50)
+  .option('--limit <n>', 'records per schedule', positiveIntArg, 50)
   .option('--json', 'print JSON')
   .option('--show', 'also print each run\'s result (e.g. a cleanup report)')
   .option('--redis <url>', 'Redis URL (default: REDIS_URL)')
@@ -197,15 +181,15 @@ program
   .option('--redis <url>', 'Redis URL (default: REDIS_URL; without either, a private redis-server)')
   .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
   .option('--replica <name>', 'name of this replica (default: host-pid-random)', process.env.CRONFLOCK_REPLICA)
-  .addOption(new Option('--lock <duration>', 'claim lease / queue lock; failover takes about lock + lock/2').argParser(duration))
-  .addOption(new Option('--stalled-interval <duration>', 'stall check period (default lock/2)').argParser(duration))
-  .addOption(new Option('--grace <duration>', 'on SIGTERM, time for running runs to finish before hand-over').argParser(duration))
-  .addOption(new Option('--horizon <duration>', 'how far back occurrences are accounted for').argParser(duration))
-  .addOption(new Option('--retention <duration>', 'how long run records are kept').argParser(duration))
-  .addOption(new Option('--lookahead <duration>', 'how far ahead occurrences are planned').argParser(duration))
-  .addOption(new Option('--tick <duration>', 'planner period').argParser(duration))
-  .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(Number))
-  .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveInt))
+  .addOption(new Option('--lock <duration>', 'claim lease / queue lock; failover takes about lock + lock/2').argParser(durationArg))
+  .addOption(new Option('--stalled-interval <duration>', 'stall check period (default lock/2)').argParser(durationArg))
+  .addOption(new Option('--grace <duration>', 'on SIGTERM, time for running runs to finish before hand-over').argParser(durationArg))
+  .addOption(new Option('--horizon <duration>', 'how far back occurrences are accounted for').argParser(durationArg))
+  .addOption(new Option('--retention <duration>', 'how long run records are kept').argParser(durationArg))
+  .addOption(new Option('--lookahead <duration>', 'how far ahead occurrences are planned').argParser(durationArg))
+  .addOption(new Option('--tick <duration>', 'planner period').argParser(durationArg))
+  .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(nonNegativeIntArg))
+  .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveIntArg))
   .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
   .option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here', process.env.CRONFLOCK_ADMIN ?? '127.0.0.1:9464')
   .action(async (path: string, o: Record<string, unknown>) => {

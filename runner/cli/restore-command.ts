@@ -13,7 +13,8 @@
  * same `--namespace` as the replicas), so it never runs beside a scheduled restore of the same cluster, and it
  * resumes from the checkpoints of an interrupted `cronflock restore` of the same backup.
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
+import { durationArg, positiveNumberArg } from './arg-parsers.js';
 import { hostname } from 'node:os';
 import type { KeySource } from '../../jobs/backup/encryption.js';
 import type { StorageParams } from '../../jobs/backup/storage.js';
@@ -23,7 +24,6 @@ import { pino } from 'pino';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
 import { Keyspace } from '../redis/keys.js';
-import { DurationError, parseDurationMs } from '../time/duration.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
 
 interface Flags extends RedisTlsFlags {
@@ -50,18 +50,6 @@ interface Flags extends RedisTlsFlags {
   json?: boolean;
 }
 
-const duration = (v: string): number => {
-  try {
-    return parseDurationMs(v);
-  } catch (e) {
-    throw new InvalidArgumentError((e as DurationError).message);
-  }
-};
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (!(n > 0)) throw new InvalidArgumentError('must be a number > 0');
-  return n;
-};
 const collect = (v: string, prev: string[]): string[] => [...prev, v];
 
 /** Storage and keys from the flags (see the module docs). Exported for tests. */
@@ -156,10 +144,10 @@ export function addRestoreCommand(program: Command): void {
     .option('--context <name>', 'kubeconfig context')
     .option('--redis <url>', 'Redis of the flock, for the per-cluster lock (default: REDIS_URL)')
     .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
-    .addOption(new Option('--lock-ttl <duration>', 'lease of the restore lock, renewed every third').argParser(duration).default(15_000, '15s'))
-    .addOption(new Option('--wait <duration>', 'wait this long for another restore of the cluster to finish').argParser(duration).default(0, '0s'))
-    .addOption(new Option('--concurrency <n>', 'applies in flight').argParser(positive).default(5))
-    .addOption(new Option('--qps <n>', 'Kubernetes requests per second').argParser(positive).default(20))
+    .addOption(new Option('--lock-ttl <duration>', 'lease of the restore lock, renewed every third').argParser(durationArg).default(15_000, '15s'))
+    .addOption(new Option('--wait <duration>', 'wait this long for another restore of the cluster to finish').argParser(durationArg).default(0, '0s'))
+    .addOption(new Option('--concurrency <n>', 'applies in flight').argParser(positiveNumberArg).default(5))
+    .addOption(new Option('--qps <n>', 'Kubernetes requests per second').argParser(positiveNumberArg).default(20))
     .option('--json', 'print the report as JSON');
   addRedisTlsOptions(c);
   c.action(async (backup: string, o: Flags) => {

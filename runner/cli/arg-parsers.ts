@@ -1,0 +1,43 @@
+/**
+ * Parsers of CLI option values (commander's argParser): each returns the value in the unit its name says, or
+ * throws commander's InvalidArgumentError with what a valid value looks like (commander then names the option).
+ */
+import { InvalidArgumentError } from 'commander';
+import { DurationError, parseDurationMs } from '../time/duration.js';
+
+/** A duration such as `500ms`, `4s`, `1h` → ms. */
+export const durationArg = (v: string): number => {
+  try {
+    return parseDurationMs(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as DurationError).message);
+  }
+};
+
+/** A whole number ≥ 1. */
+export const positiveIntArg = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number ≥ 1');
+  return n;
+};
+
+/** A whole number ≥ 0. */
+export const nonNegativeIntArg = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number ≥ 0');
+  return n;
+};
+
+/** A number > 0 (fractions allowed, e.g. requests per second). */
+export const positiveNumberArg = (v: string): number => {
+  const n = Number(v);
+  if (!(n > 0)) throw new InvalidArgumentError('must be a number > 0');
+  return n;
+};
+
+/** An ISO 8601 time → UTC ms. */
+export const isoTimeArg = (v: string): number => {
+  const ms = Date.parse(v);
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
+  return ms;
+};
