@@ -13,7 +13,7 @@ import type { Store } from '../redis/store.js';
 import { listRuns } from '../records/runs.js';
 import { enqueueOccurrences } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
-import type { PublishedDefinition } from './definitions.js';
+import { isLiveMember, type PublishedDefinition } from './definitions.js';
 
 /** A control operation refused; the message says why and what to do. */
 export class ControlError extends Error {
@@ -45,9 +45,7 @@ export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, sc
   const raw = await c.redis.hget(c.keys.definitions, schedule);
   if (raw) {
     const def = JSON.parse(raw) as PublishedDefinition;
-    const [time, until] = await Promise.all([c.redis.time(), c.redis.zscore(c.keys.replicas, def.replica)]);
-    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    if (until !== null && Number(until) > nowMs) return def;
+    if (await isLiveMember(c.redis, c.keys, def.replica)) return def;
     throw new ControlError(
       `schedule "${schedule}" was published by replica ${def.replica}, which is no longer running; ` +
         'start a replica with the schedule file that defines it (or wait for the running ones to re-publish it)',

@@ -73,6 +73,24 @@ if changed then redis.call('INCR', KEYS[2]) return 1 end
 return 0
 `;
 
+/**
+ * Whether `replica` is a live member of the planning membership now, on the Redis clock. One script keyed on
+ * the membership set, so that in a Redis Cluster the TIME comes from the node that owns the flock's keys.
+ */
+export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: string): Promise<boolean> {
+  const live = await redis.eval(IS_LIVE_LUA, 1, keys.replicas, replica);
+  return Number(live) === 1;
+}
+
+const IS_LIVE_LUA = `
+local until = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not until then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(until) > now then return 1 end
+return 0
+`;
+
 /** Schedules per publish script call. */
 const PUBLISH_CHUNK = 1000;
 
@@ -170,9 +188,8 @@ export class Definitions {
    */
   private async stillOrphaned(candidates: readonly EngineSchedule[]): Promise<EngineSchedule[]> {
     const publishers = [...new Set(candidates.map((s) => this.winners.get(s.name)!.replica))];
-    const [time, ...scores] = await Promise.all([this.redis.time(), ...publishers.map((r) => this.redis.zscore(this.keys.replicas, r))]);
-    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    const live = new Set(publishers.filter((_, i) => scores[i] != null && Number(scores[i]) > nowMs));
+    const live = new Set<string>();
+    for (const r of publishers) if (await isLiveMember(this.redis, this.keys, r)) live.add(r);
     return candidates.filter((s) => !live.has(this.winners.get(s.name)!.replica));
   }
 
