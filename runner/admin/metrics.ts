@@ -3,7 +3,7 @@
  * over replicas for the flock. Gauges read from Redis at scrape time are flock-wide (last success per
  * schedule). Names follow Prometheus conventions: `_total` counters, base units (seconds).
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
 
 /** How long a scrape waits for the flock-wide last-success times from Redis. */
 const LAST_SUCCESS_READ_TIMEOUT_MS = 1_000;
@@ -26,6 +26,8 @@ export class Metrics {
   constructor(o: { redis: RedisClient; keys: Keyspace; clock: RedisClock; activeRuns: () => number; replica: string }) {
     const r = this.registry;
     r.setDefaultLabels({ replica: o.replica });
+    // Job kinds and in-process jobs register on the default registry, served beside this one: same labels.
+    register.setDefaultLabels({ replica: o.replica });
     collectDefaultMetrics({ register: r, prefix: 'cronflock_process_' });
     this.runs = new Counter({
       name: 'cronflock_runs_total',

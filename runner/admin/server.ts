@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Registry, register } from 'prom-client';
+import { register } from 'prom-client';
 import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
 
@@ -58,9 +58,11 @@ export class AdminServer {
             .end(`${JSON.stringify({ ready: problems.length === 0, problems })}\n`);
         } else if (path === '/metrics') {
           // Job kinds (e.g. a backup's progress gauge) and in-process user jobs register on prom-client's
-          // default registry; serve it beside the replica's own.
-          const merged = Registry.merge([metrics.registry, register]);
-          res.writeHead(200, { 'content-type': merged.contentType }).end(await merged.metrics());
+          // default registry; serve it beside the replica's own (a merged registry would drop the replica's
+          // default labels).
+          const own = await metrics.registry.metrics();
+          const jobs = await register.metrics();
+          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(jobs ? `${own}\n${jobs}` : own);
         } else {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics, /healthz or /readyz\n');
         }

@@ -83,11 +83,11 @@ export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: 
 }
 
 const IS_LIVE_LUA = `
-local until = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not until then return 0 end
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expiry then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(until) > now then return 1 end
+if tonumber(expiry) > now then return 1 end
 return 0
 `;
 

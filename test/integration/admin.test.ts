@@ -36,7 +36,7 @@ describe('metrics, health and logs', () => {
     await until(async () => (await flock.runs('gauge')).some((x) => x.state === 'succeeded'), 15_000, 'a run of the gauge job');
     const { status, text } = await get(`${r.adminUrl}/metrics`);
     expect(status).toBe(200);
-    expect(text).toMatch(/^user_job_last_value 42$/m);
+    expect(text).toMatch(/^user_job_last_value\{replica="g1"\} 42$/m);
     expect(text).toMatch(/^cronflock_runs_total\{/m);
   });
 
@@ -111,7 +111,7 @@ describe('metrics, health and logs', () => {
       const t0 = Date.now();
       const m = await get(`${base}/metrics`);
       expect(m.status).toBe(200);
-      expect(m.text).toMatch(/^cronflock_redis_errors_total /m);
+      expect(m.text).toMatch(/^cronflock_redis_errors_total\{replica="h1"\} \d/m);
       expect(Date.now() - t0).toBeLessThan(4_000);
     } finally {
       process.kill(flock.redis.pid!, 'SIGCONT');

@@ -153,6 +153,7 @@ describe('reload', () => {
     }
     expect(missing).toEqual([]);
     expect(flock.receiver.of('tick').filter((d) => Date.parse(d.body.dueAt) >= from).every((d) => d.path === '/old')).toBe(true);
-    expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
+    // Nothing ran twice after the kill (the run the canary was in the middle of may be re-run: its claimant died).
+    expect([...counts].filter(([key, n]) => n > 1 && Date.parse(key.split('@')[1]!) >= from)).toEqual([]);
   });
 });
