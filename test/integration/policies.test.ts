@@ -35,7 +35,9 @@ describe('policies across replicas', () => {
     r1.signal('SIGKILL');
     const downAt = Date.now();
     await r1.exited;
-    await sleep(7000);
+    // Long enough that at least 4 due times are overdue when the new replica's first tick decides, however fast
+    // it starts (lookahead 1 s covered the first second of the outage, grace 1 s, 2 kept by catchUp all).
+    await sleep(9000);
     const upAt = Date.now();
     await flock.startReplica({ name: 'after', schedules: file, args });
     await sleep(4000);
