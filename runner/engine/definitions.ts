@@ -97,6 +97,8 @@ const PUBLISH_CHUNK = 1000;
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
   private winners = new Map<string, { hash: string; replica: string }>();
+  /** The distinct publishers among the winners (a handful): checked each tick instead of every schedule. */
+  private publishers = new Set<string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine: readonly EngineSchedule[] = [];
@@ -165,9 +167,12 @@ export class Definitions {
           return [k, { hash: d.definitionHash, replica: d.replica }];
         }),
       );
+      this.publishers = new Set([...this.winners.values()].map((w) => w.replica));
       this.version = v;
       changed = true;
     }
+    // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
+    if ([...this.publishers].every((r) => r === this.replica || this.isLive(r))) return changed;
     const candidates = this.mine.filter((s) => {
       const w = this.winners.get(s.name);
       // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
