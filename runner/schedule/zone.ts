@@ -264,7 +264,7 @@ export function zoneTimeline(timeZone: string): ZoneTimeline {
 
 /**
  * The instants a wall time stands for, under the DST policy of RFC 5545 §3.3.5 as cronflock applies it to
- * cron (see ../shared/cases/README.md), appended to `out` in increasing order:
+ * cron (see test/cases/README.md and docs/design.md), appended to `out` in increasing order:
  * - wall time exists once: that instant;
  * - wall time repeated (fold, offset decreases): `fixedHour` → only the first pass (the earlier instant);
  *   otherwise both passes;
