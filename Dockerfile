@@ -5,8 +5,10 @@
 # test/deploy/dockerfile.test.ts runs every RUN, COPY, CMD and HEALTHCHECK of this file in a scratch folder, so a
 # broken recipe fails CI even on machines without a Docker engine. Keep RUN lines to commands that run there.
 
+# Node 24 (the Active LTS) on Debian 13 slim: the Node major that .ci/run tests the suite on (.ci/install-node.sh);
+# test/deploy/dockerfile.test.ts keeps the two in step.
 # ---- build: full dependencies, compile TypeScript to dist/ -----------------------------------------------------
-FROM node:22-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` builds dist/, and the sources are not copied yet (this layer caches the install).
@@ -19,7 +21,7 @@ COPY bench ./bench
 RUN npm run build
 
 # ---- runtime: production dependencies only, non-root, read-only friendly --------------------------------------
-FROM node:22-bookworm-slim AS runtime
+FROM node:24-trixie-slim AS runtime
 ENV NODE_ENV=production \
     CRONFLOCK_ADMIN=0.0.0.0:9464
 WORKDIR /app

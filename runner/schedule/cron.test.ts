@@ -3,7 +3,7 @@ import { describe, it, expect } from 'vitest';
 import { CronError, compileCron, isValidTimeZone, minGapMs, type DueTimes } from './cron.js';
 
 // ---------------------------------------------------------------------------------------------------------
-// Reference cases: ../shared/cases/schedule-times.json from the project root, read at run time so that a
+// Reference cases: test/cases/schedule-times.json (see test/cases/README.md), read at run time so that a
 // corrected case reaches this test without editing it.
 // ---------------------------------------------------------------------------------------------------------
 interface NextCase { id: string; cron: string; timeZone: string; after: string; next: string[] }
@@ -11,7 +11,7 @@ interface LastDueCase { id: string; cron: string; timeZone: string; at: string; 
 interface RejectedCase { cron: string; timeZone?: string; why?: string }
 interface CaseFile { cases: NextCase[]; lastDue: LastDueCase[]; rejected: RejectedCase[] }
 
-const CASES_URL = new URL('../../../shared/cases/schedule-times.json', import.meta.url);
+const CASES_URL = new URL('../../test/cases/schedule-times.json', import.meta.url);
 const caseFile = JSON.parse(readFileSync(CASES_URL, 'utf8')) as CaseFile;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -223,7 +223,7 @@ describe('H (hashed) fields', () => {
 // ---------------------------------------------------------------------------------------------------------
 // Independent oracle: every UTC minute converted to wall-clock time with Intl.formatToParts (not zone.ts),
 // matched against a tiny cron matcher written here (numbers, ranges, steps, lists; Vixie OR rule), with the
-// DST policy of ../shared/cases/README.md applied minute by minute.
+// DST policy of test/cases/README.md applied minute by minute.
 // ---------------------------------------------------------------------------------------------------------
 interface Wall { y: number; mo: number; d: number; h: number; mi: number; dow: number; ms: number }
 

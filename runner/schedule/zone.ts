@@ -60,6 +60,10 @@ const EN_US = /^(\d+)\/(\d+)\/(\d+), (\d+):(\d+):(\d+)$/;
  */
 export function isValidTimeZone(tz: string): boolean {
   if (typeof tz !== 'string' || tz.trim() === '' || tz !== tz.trim()) return false;
+  // Node 22+ (ECMA-402 2024) also accepts UTC offsets (`+05:00`, `-0330`) as time zones; Node 20 refuses them.
+  // A fixed offset has no DST rules, so it is not what `timeZone` means. Every tz database name starts with a
+  // letter; an offset starts with a sign.
+  if (!/^[A-Za-z]/.test(tz)) return false;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
     return true;
@@ -264,7 +268,7 @@ export function zoneTimeline(timeZone: string): ZoneTimeline {
 
 /**
  * The instants a wall time stands for, under the DST policy of RFC 5545 §3.3.5 as cronflock applies it to
- * cron (see ../shared/cases/README.md), appended to `out` in increasing order:
+ * cron (see test/cases/README.md and docs/design.md), appended to `out` in increasing order:
  * - wall time exists once: that instant;
  * - wall time repeated (fold, offset decreases): `fixedHour` → only the first pass (the earlier instant);
  *   otherwise both passes;

@@ -91,6 +91,14 @@ describe('Dockerfile', () => {
     for (const p of ['node_modules', 'dist', '.git', '.cronflock']) expect(ignore).toContain(p);
   });
 
+  it('runs on the Node major that CI tests the suite on (.ci/install-node.sh)', () => {
+    // This test runs the image's steps on the machine's Node, not the image's: the pinned CI Node is what
+    // vouches for the image's, so the two must not drift apart.
+    const pinned = /NODE_VERSION="\$\{CRONFLOCK_NODE_VERSION:-(\d+)\.\d+\.\d+\}"/.exec(readFileSync(path.join(ROOT, '.ci/install-node.sh'), 'utf8'));
+    expect(pinned, '.ci/install-node.sh must pin NODE_VERSION').not.toBeNull();
+    for (const s of stages) expect(s.from, `stage ${s.name}`).toMatch(new RegExp(`^node:${pinned![1]}[.-]`));
+  });
+
   describe('its steps, run in a scratch folder', () => {
     let scratch: string;
     const dirs = new Map<string, string>();
