@@ -16,6 +16,13 @@ export const FENCING_TOKEN_ANNOTATION = 'cronflock.io/fencing-token';
 /** Annotation: the occurrence's due time, RFC 3339 UTC (the CronJob controller's scheduled time). */
 export const SCHEDULED_TIME_ANNOTATION = 'cronflock.io/scheduled-time';
 
+/**
+ * What the kind does to `jobs.batch` in the Jobs' namespace (get, create, adopt, watch, list the schedule's Jobs,
+ * delete for Replace and the history limits): the RBAC it needs. The Helm chart grants exactly these
+ * (test/k8s/helm.test.ts checks it).
+ */
+export const JOB_KIND_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'watch'] as const;
+
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const stringMap = z.record(z.string(), z.string());
 
