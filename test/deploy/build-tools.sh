@@ -30,13 +30,19 @@ command -v go >/dev/null 2>&1 || { echo "deploy tools: the go command is needed"
 export CGO_ENABLED=0
 mkdir -p "$OUT"
 
+# go_install PACKAGE@VERSION BINARY TARGET: `go install` into a temporary GOBIN, then moved to TARGET (so an
+# interrupted build leaves no half-written tool behind).
+go_install() {
+  local tmp
+  tmp=$(mktemp -d "$OUT/gobin.XXXXXX")
+  GOBIN="$tmp" nice -n 19 go install -p "$JOBS" -trimpath -ldflags "-s -w" "$1"
+  mv "$tmp/$2" "$3"
+  rmdir "$tmp"
+}
+
 if [ ! -x "$KUSTOMIZE" ]; then
   echo "deploy tools: building kustomize $KUSTOMIZE_VERSION (nice 19, -p $JOBS)"
-  tmp=$(mktemp -d "$OUT/gobin.XXXXXX")
-  GOBIN="$tmp" nice -n 19 go install -p "$JOBS" -trimpath -ldflags "-s -w" \
-    "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-  mv "$tmp/kustomize" "$KUSTOMIZE"
-  rmdir "$tmp"
+  go_install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" kustomize "$KUSTOMIZE"
 fi
 
 if [ ! -x "$COMPOSE" ]; then
@@ -105,11 +111,7 @@ if [ ! -x "$HELM" ]; then
   # The module path carries the major version (helm.sh/helm/v3, helm.sh/helm/v4).
   major="${HELM_VERSION%%.*}"
   echo "deploy tools: building helm $HELM_VERSION (nice 19, -p $JOBS)"
-  tmp=$(mktemp -d "$OUT/gobin.XXXXXX")
-  GOBIN="$tmp" nice -n 19 go install -p "$JOBS" -trimpath -ldflags "-s -w" \
-    "helm.sh/helm/$major/cmd/helm@$HELM_VERSION"
-  mv "$tmp/helm" "$HELM"
-  rmdir "$tmp"
+  go_install "helm.sh/helm/$major/cmd/helm@$HELM_VERSION" helm "$HELM"
 fi
 echo "deploy tools: done"
 echo "$OUT"
