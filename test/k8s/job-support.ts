@@ -32,6 +32,11 @@ export interface JobLaneOptions {
    * (the test finishes it with {@link JobLane.finish}).
    */
   finish?: (job: BatchJob) => { afterMs: number; outcome: 'Complete' | 'Failed' } | undefined;
+  /**
+   * How long the "garbage collector" takes to end a foreground deletion, in ms; default 300 (a real one first
+   * deletes the pods), so that a replacing run that does not wait for the deletion is caught creating too early.
+   */
+  gcDelayMs?: number;
 }
 
 /** The test's stand-in for the Job controller and the garbage collector in one namespace; see the module docs. */
@@ -103,7 +108,9 @@ export class JobLane {
     }
     if (type !== 'DELETED' && deleting && m.finalizers?.includes('foregroundDeletion')) {
       // The garbage collector: the Job has no pods (no Job controller made any), so the foreground deletion can end.
-      void patchObject(this.admin, { apiVersion: 'batch/v1', kind: 'Job', namespace: this.namespace, name }, { metadata: { finalizers: null } }).catch(() => undefined);
+      this.later(this.options.gcDelayMs ?? 300, () =>
+        patchObject(this.admin, { apiVersion: 'batch/v1', kind: 'Job', namespace: this.namespace, name }, { metadata: { finalizers: null } }),
+      );
     }
   }
 
