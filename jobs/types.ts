@@ -34,6 +34,12 @@ export interface OccurrenceInfo {
   fencingToken: number;
   /** True for `cronflock trigger` and backfill occurrences. */
   manual: boolean;
+  /**
+   * Where the occurrence comes from: the cron (`schedule`), `cronflock trigger` (`manual`), `cronflock backfill`
+   * (`backfill`, which never skips or replaces: it waits), or the run after `cronflock resume` (`resume`).
+   * Given by the engine; absent outside a flock (read as `schedule`).
+   */
+  origin?: 'schedule' | 'manual' | 'backfill' | 'resume';
 }
 
 /** Argument of {@link JobKind.run}. */
@@ -50,6 +56,43 @@ export interface JobContext {
    * Given by the engine; absent when a job is run outside a flock (and in `kind: module` worker threads).
    */
   coordination?: JobCoordination;
+  /**
+   * The policies of the schedule the occurrence belongs to, for kinds that carry them to another system (e.g.
+   * `kind: job` sets a batch Job's `activeDeadlineSeconds` from the timeout and honours the concurrency policy
+   * against the Jobs it finds). Given by the engine; absent when a job is run outside a flock.
+   */
+  schedule?: SchedulePolicies;
+}
+
+/** See {@link JobContext.schedule}. */
+export interface SchedulePolicies {
+  /** Kubernetes CronJob `concurrencyPolicy`, as the engine enforces it across the flock. */
+  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  /** The schedule's `timeout` in ms (the engine aborts the attempt then); null: no limit. */
+  timeoutMs: number | null;
+}
+
+/**
+ * Thrown by a job that finds it must not run, for a reason the engine could not see when it claimed the
+ * occurrence (e.g. `kind: job` finds a live batch Job of the schedule under concurrencyPolicy Forbid whose
+ * claimant died): the executor records the occurrence `skipped` with `reason` (final, never retried), like the
+ * claim script's own skips. Recognised by `code` (so a copy of this class from another module instance works).
+ */
+export class JobSkippedError extends Error {
+  readonly code = 'JOB_SKIPPED';
+  constructor(
+    /** Recorded as the run record's reason, e.g. `overlap: Job x still running (concurrencyPolicy Forbid)`. */
+    readonly reason: string,
+  ) {
+    super(`skipped: ${reason}`);
+    this.name = 'JobSkippedError';
+  }
+}
+
+/** True for a {@link JobSkippedError} (by its `code` and `reason`, not by class identity). */
+export function isJobSkipped(e: unknown): e is JobSkippedError {
+  const x = e as { code?: unknown; reason?: unknown } | null;
+  return typeof x === 'object' && x !== null && x.code === 'JOB_SKIPPED' && typeof x.reason === 'string';
 }
 
 /** Options of {@link JobCoordination.lock}. */
@@ -123,8 +166,22 @@ export interface JobKind<Params extends { kind: string } = { kind: string }, Com
    * Runs at load time, before anything is scheduled; throws `JobCompileError` with the field and the reason.
    */
   compile?(params: Params, ctx: CompileContext): Promise<Compiled>;
+  /**
+   * Checks the schedule's own fields against what the kind can honour (e.g. `kind: job` refuses schedule
+   * `retries`). Called at load with the schedule block as written (fields may be missing or invalid: check types);
+   * returns one issue per problem, `path` relative to the schedule (e.g. `['retries']`), empty when fine.
+   */
+  checkSchedule?(schedule: Readonly<Record<string, unknown>>): ScheduleIssue[];
   /** Does the work of one attempt. Resolves on success; rejects (or throws) on failure. */
   run(ctx: JobContext, params: Compiled): Promise<unknown>;
+}
+
+/** A problem {@link JobKind.checkSchedule} finds in a schedule's fields. */
+export interface ScheduleIssue {
+  /** Field path relative to the schedule, e.g. `['retries']`. */
+  path: (string | number)[];
+  /** What is wrong and how to fix it. */
+  message: string;
 }
 
 /** A load-time error of a job block: `path` is relative to the `job:` block (e.g. `['path']`). */

@@ -12,3 +12,4 @@ export * from './discovery.js';
 export * from './objects.js';
 export * from './list.js';
 export * from './access.js';
+export * from './watch.js';

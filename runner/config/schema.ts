@@ -8,7 +8,7 @@
  * one pass reports every problem of a file. Issues they raise carry `params.code` (a {@link ConfigErrorCode}).
  */
 import { z } from 'zod';
-import { jobKinds } from '../../jobs/registry.js';
+import { findJobKind, jobKinds } from '../../jobs/registry.js';
 import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cron.js';
 import { formatDurationMs } from '../time/duration.js';
 import type { ConfigErrorCode } from './errors.js';
@@ -174,6 +174,11 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
       message: 'must not be shorter than retryBackoff',
       params: issueParams('SCHEMA_INVALID'),
     });
+  }
+  const job = v.job as { kind?: unknown } | undefined;
+  const kind = typeof job?.kind === 'string' ? findJobKind(job.kind) : undefined;
+  for (const issue of kind?.checkSchedule?.(v as Record<string, unknown>) ?? []) {
+    ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, params: issueParams('SCHEMA_INVALID') });
   }
   if (due && typeof v.jitter === 'number' && v.jitter > 0) {
     const gap = minGapMs(due, Date.now());

@@ -14,7 +14,7 @@ import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
 import type { RedisClient } from '../redis/connect.js';
 import { findJobKind } from '../../jobs/registry.js';
-import type { JobContext } from '../../jobs/types.js';
+import { isJobSkipped, type JobContext } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
@@ -283,11 +283,13 @@ export class Executor {
         attempt: claim.attempt,
         fencingToken: claim.token,
         manual: (d.origin ?? 'schedule') !== 'schedule',
+        origin: d.origin ?? 'schedule',
       },
       signal: holder.signal,
       log,
       replica: o.replica,
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
+      schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
     };
     const base = {
       schedule: d.schedule,
@@ -327,7 +329,9 @@ export class Executor {
       } else outcome = first;
       holder.close();
       const replaced = !outcome.ok && outcome.reason === 'replaced';
-      const result = await this.finish(d.key, claim.token, outcome, replaced ? 0 : sched.retries, sched);
+      // A job that found it must not run (JobSkippedError) is recorded skipped with its reason, never retried.
+      const skipped = !outcome.ok && isJobSkipped(outcome.err) ? outcome.err.reason : undefined;
+      const result = await this.finish(d.key, claim.token, outcome, replaced || skipped !== undefined ? 0 : sched.retries, sched);
       const endMs = this.clock.now();
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
@@ -341,6 +345,11 @@ export class Executor {
         // Deliver the same job again at the retry time (BullMQ delays run on this host's clock).
         await job.moveToDelayed(result.retryAtMs - this.clock.offsetMs, token);
         throw new DelayedError();
+      }
+      if (skipped !== undefined) {
+        log.info({ state: 'skipped', reason: skipped, endAt: iso(endMs) }, 'run skipped by its job');
+        this.emit({ ...base, state: 'skipped', error: skipped, endMs, recorded: true });
+        return undefined;
       }
       log.info({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
       this.emit({ ...base, state: outcome.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
@@ -388,10 +397,11 @@ export class Executor {
     sched?: Pick<EngineSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
+    const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;
     return this.store.finish(key, token, {
-      state: r.ok ? 'succeeded' : 'failed',
-      reason: r.ok ? '' : (r.reason ?? 'job failed'),
-      error: r.ok ? '' : errorText(r.err),
+      state: r.ok ? 'succeeded' : skipped !== undefined ? 'skipped' : 'failed',
+      reason: r.ok ? '' : (skipped ?? r.reason ?? 'job failed'),
+      error: r.ok || skipped !== undefined ? '' : errorText(r.err),
       result,
       retentionMs: this.opts.retentionMs,
       retries,

@@ -167,7 +167,8 @@ export class Store {
     key: string,
     token: number,
     r: {
-      state: 'succeeded' | 'failed';
+      /** `skipped`: the job found it must not run (JobSkippedError); final like a success, never retried. */
+      state: 'succeeded' | 'failed' | 'skipped';
       reason?: string;
       error?: string;
       result?: string;

@@ -6,18 +6,22 @@
 #     a few lines over github.com/compose-spec/compose-go/v2's loader (what `docker compose config` runs): loads
 #     docker-compose.yml with its JSON-schema validation, interpolation and profiles, prints the model as JSON
 #     (test/deploy/compose.test.ts)
+#   ${CRONFLOCK_CACHE:-~/.cache/cronflock}/deploy-tools/helm-<HELM_VERSION>
+#     helm.sh/helm/<major>/cmd/helm: lints and renders k8s/helm/cronflock (test/k8s/helm.test.ts)
 # Idempotent: exits at once when both are cached. Prints the directory on its last line.
 set -euo pipefail
 
 KUSTOMIZE_VERSION="${CRONFLOCK_KUSTOMIZE_VERSION:-v5.8.1}"
 COMPOSE_GO_VERSION="${CRONFLOCK_COMPOSE_GO_VERSION:-v2.16.2}"
+HELM_VERSION="${CRONFLOCK_HELM_VERSION:-v3.22.0}"
 CACHE="${CRONFLOCK_CACHE:-$HOME/.cache/cronflock}"
 OUT="$CACHE/deploy-tools"
 JOBS="${CRONFLOCK_BUILD_JOBS:-$([ "${CI:-}" = true ] && nproc || echo 1)}"
 KUSTOMIZE="$OUT/kustomize-$KUSTOMIZE_VERSION"
 COMPOSE="$OUT/compose-config-$COMPOSE_GO_VERSION"
+HELM="$OUT/helm-$HELM_VERSION"
 
-if [ -x "$KUSTOMIZE" ] && [ -x "$COMPOSE" ]; then
+if [ -x "$KUSTOMIZE" ] && [ -x "$COMPOSE" ] && [ -x "$HELM" ]; then
   echo "deploy tools: cached in $OUT"
   echo "$OUT"
   exit 0
@@ -26,13 +30,19 @@ command -v go >/dev/null 2>&1 || { echo "deploy tools: the go command is needed"
 export CGO_ENABLED=0
 mkdir -p "$OUT"
 
+# go_install PACKAGE@VERSION BINARY TARGET: `go install` into a temporary GOBIN, then moved to TARGET (so an
+# interrupted build leaves no half-written tool behind).
+go_install() {
+  local tmp
+  tmp=$(mktemp -d "$OUT/gobin.XXXXXX")
+  GOBIN="$tmp" nice -n 19 go install -p "$JOBS" -trimpath -ldflags "-s -w" "$1"
+  mv "$tmp/$2" "$3"
+  rmdir "$tmp"
+}
+
 if [ ! -x "$KUSTOMIZE" ]; then
   echo "deploy tools: building kustomize $KUSTOMIZE_VERSION (nice 19, -p $JOBS)"
-  tmp=$(mktemp -d "$OUT/gobin.XXXXXX")
-  GOBIN="$tmp" nice -n 19 go install -p "$JOBS" -trimpath -ldflags "-s -w" \
-    "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-  mv "$tmp/kustomize" "$KUSTOMIZE"
-  rmdir "$tmp"
+  go_install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" kustomize "$KUSTOMIZE"
 fi
 
 if [ ! -x "$COMPOSE" ]; then
@@ -96,6 +106,12 @@ GO
   go mod tidy
   nice -n 19 go build -p "$JOBS" -trimpath -ldflags "-s -w" -o "$COMPOSE.tmp" .
   mv "$COMPOSE.tmp" "$COMPOSE"
+fi
+if [ ! -x "$HELM" ]; then
+  # The module path carries the major version (helm.sh/helm/v3, helm.sh/helm/v4).
+  major="${HELM_VERSION%%.*}"
+  echo "deploy tools: building helm $HELM_VERSION (nice 19, -p $JOBS)"
+  go_install "helm.sh/helm/$major/cmd/helm@$HELM_VERSION" helm "$HELM"
 fi
 echo "deploy tools: done"
 echo "$OUT"

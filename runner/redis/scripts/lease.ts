@@ -33,7 +33,7 @@ return {untilMs, rec[5] or ''}
  * min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1).
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] last success per schedule (HASH, Redis ms);
- * ARGV[1] fencing token, ARGV[2] state (succeeded | failed),
+ * ARGV[1] fencing token, ARGV[2] state (succeeded | failed | skipped),
  * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key,
  * ARGV[8] retries allowed, ARGV[9] retryBackoffMs, ARGV[10] retryBackoffMaxMs, ARGV[11] jitter u in [0, 1)
  * Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
