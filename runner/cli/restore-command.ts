@@ -114,7 +114,7 @@ export function limitsFromFlags(flags: readonly string[]): ArchiveLimits {
   const r = archiveLimitsSchema.safeParse(given);
   if (!r.success) {
     const i = r.error.issues[0]!;
-    const name = i.path[0] === undefined ? '' : String(i.path[0]);
+    const name = i.code === 'unrecognized_keys' ? i.keys.join(', ') : String(i.path[0] ?? '');
     throw new CliError(`--limit ${name}: ${i.code === 'unrecognized_keys' ? `unknown limit (names: ${Object.keys(DEFAULT_LIMITS).join(', ')})` : i.message}`);
   }
   return archiveLimits(r.data);
