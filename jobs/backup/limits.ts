@@ -10,7 +10,8 @@
  * - `maxManifestSize` 128 MiB: about 300 bytes per object, so room for ~400,000 objects.
  * - `maxObjects` 250,000 entries.
  * - `maxTotalSize` 1 GiB uncompressed: a restore holds every object in memory (it orders them before it
- *   applies), roughly three times the archive's JSON in heap.
+ *   applies): parsed, 1–2 times their JSON in heap (measured: 1.0× for ConfigMaps of 4 KB data, 2.1× for small
+ *   Deployments).
  * - `maxCompressionRatio` 200: uncompressed bytes per compressed byte, checked once more than 64 MiB came out
  *   (Kubernetes JSON compresses 5–20×; gzip cannot exceed ~1030×, which a bomb of zeros reaches).
  */

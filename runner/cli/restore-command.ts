@@ -11,7 +11,9 @@
  * `<backup>` is an archive name, `latest:<schedule>`, or a path. `--dry-run` prints the plan and writes nothing
  * (no Redis needed). A real restore takes the flock's per-cluster lock in Redis (`--redis`/`REDIS_URL`, the
  * same `--namespace` as the replicas), so it never runs beside a scheduled restore of the same cluster, and it
- * resumes from the checkpoints of an interrupted `cronflock restore` of the same backup.
+ * resumes from the checkpoints of an interrupted `cronflock restore` of the same backup. `--limit name=value`
+ * raises an archive limit (jobs/backup/limits.ts); `--allow-unauthenticated-prune` allows prune from a plain
+ * archive (jobs/restore/run.ts).
  */
 import { Command, Option } from 'commander';
 import { durationArg, positiveNumberArg } from './arg-parsers.js';
