@@ -2,6 +2,11 @@
  * One restore: read the whole backup (verified by the reader), plan with a server-side-apply dry run, then apply
  * in order under a flock-wide lock, prune if asked, and report.
  *
+ * - **Trust.** Before anything is planned: prune from a source that is not authenticated (a plain archive) is
+ *   refused unless `allowUnauthenticatedPrune`; the reader has checked sizes, the manifest and each object against
+ *   its entry; check.ts checks each entry's resource and scope against the target (or the backup's CRD) and the
+ *   owner references. A failure is "damaged archive <name>: <what>; nothing was applied".
+ *
  * - **Plan.** Read the live objects (one paged list per kind and namespace with more than five objects in the
  *   backup, else one read per object; absent: `create`), then server-side apply each with `dryRun=All`; the answer
  *   compared with the live object (content only: resourceVersion, generation, managedFields, creationTimestamp,
