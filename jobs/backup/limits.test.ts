@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { limitsFromFlags } from '../../runner/cli/restore-command.js';
-import { archiveLimits, archiveLimitsSchema, DEFAULT_LIMITS, formatByteSize, parseByteSize } from './limits.js';
+import { archiveLimits, archiveLimitsSchema, DEFAULT_LIMITS, formatByteSize, overLimits, parseByteSize } from './limits.js';
 
 describe('archive limits', () => {
   it('sizes: bytes or binary suffixes; anything else is refused with an example', () => {
@@ -22,5 +22,16 @@ describe('archive limits', () => {
     expect(() => limitsFromFlags(['maxTotalSize'])).toThrow('--limit maxTotalSize: must be <name>=<value>, e.g. --limit maxTotalSize=4Gi (names: maxObjectSize, maxManifestSize, maxObjects, maxTotalSize, maxCompressionRatio)');
     expect(() => limitsFromFlags(['maxBytes=1Gi'])).toThrow(/--limit maxBytes: unknown limit \(names: maxObjectSize/);
     expect(() => limitsFromFlags(['maxTotalSize=4GB'])).toThrow(/--limit maxTotalSize: "4GB" is not a size/);
+  });
+
+  it("a writer learns which of a restore's limits its archive is over", () => {
+    const stats = { objects: 3, totalBytes: 2048, largest: { path: 'configmaps.#v1/a/b.json', bytes: 1024 }, manifestBytes: 500 };
+    expect(overLimits(stats, DEFAULT_LIMITS)).toEqual([]);
+    expect(overLimits(stats, archiveLimits({ maxObjects: 2, maxTotalSize: 2000, maxObjectSize: 1000, maxManifestSize: 400 }))).toEqual([
+      'maxObjects: 3 entries',
+      'maxTotalSize: 2 KiB',
+      'maxObjectSize: configmaps.#v1/a/b.json is 1 KiB',
+      'maxManifestSize: 500 bytes',
+    ]);
   });
 });

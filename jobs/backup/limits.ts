@@ -108,3 +108,21 @@ export function archiveLimits(over: Partial<ArchiveLimits> | undefined): Archive
 export function limitHint(name: keyof ArchiveLimits): string {
   return `raise limits.${name} (cronflock restore: --limit ${name}=<value>) if this backup is genuine`;
 }
+
+/** What a writer knows of an archive it wrote: entries (manifest included), bytes of the files, the largest file, the manifest's bytes. */
+export interface ArchiveStats {
+  objects: number;
+  totalBytes: number;
+  largest: { path: string; bytes: number };
+  manifestBytes: number;
+}
+
+/** The limits `stats` are over, one line each (`maxObjectSize: configmaps.#v1/a/b.json is 9 MiB`); empty when none. */
+export function overLimits(stats: ArchiveStats, limits: ArchiveLimits): string[] {
+  const over: string[] = [];
+  if (stats.objects > limits.maxObjects) over.push(`maxObjects: ${stats.objects} entries`);
+  if (stats.totalBytes > limits.maxTotalSize) over.push(`maxTotalSize: ${formatByteSize(stats.totalBytes)}`);
+  if (stats.largest.bytes > limits.maxObjectSize) over.push(`maxObjectSize: ${stats.largest.path} is ${formatByteSize(stats.largest.bytes)}`);
+  if (stats.manifestBytes > limits.maxManifestSize) over.push(`maxManifestSize: ${formatByteSize(stats.manifestBytes)}`);
+  return over;
+}

@@ -35,7 +35,7 @@ import {
   type BackupStorage,
   type ManifestEntry,
 } from './format.js';
-import { DEFAULT_LIMITS, formatByteSize, NO_LIMITS } from './limits.js';
+import { DEFAULT_LIMITS, NO_LIMITS, overLimits, type ArchiveStats } from './limits.js';
 import { expandResourceSets } from './presets.js';
 import { openBackup } from './reader.js';
 import { planRetention, staleTemporaries } from './retention.js';
@@ -356,13 +356,8 @@ async function writeArchive(
  * Logs a warning when an archive is over the limits a restore reads archives with by default (limits.ts): the
  * backup is good, but restoring it needs those limits raised, which is better known now than during an outage.
  */
-function warnOverRestoreLimits(ctx: JobContext, name: string, a: { objects: number; totalBytes: number; largest: { path: string; bytes: number }; manifestBytes: number }): void {
-  const over: string[] = [];
-  const d = DEFAULT_LIMITS;
-  if (a.objects > d.maxObjects) over.push(`maxObjects: ${a.objects} entries`);
-  if (a.totalBytes > d.maxTotalSize) over.push(`maxTotalSize: ${formatByteSize(a.totalBytes)}`);
-  if (a.largest.bytes > d.maxObjectSize) over.push(`maxObjectSize: ${a.largest.path} is ${formatByteSize(a.largest.bytes)}`);
-  if (a.manifestBytes > d.maxManifestSize) over.push(`maxManifestSize: ${formatByteSize(a.manifestBytes)}`);
+function warnOverRestoreLimits(ctx: JobContext, name: string, stats: ArchiveStats): void {
+  const over = overLimits(stats, DEFAULT_LIMITS);
   if (over.length > 0) {
     ctx.log.warn({ backup: name, over }, `backup ${name} is over the default limits of a restore (${over.join('; ')}): restore it with those limits raised (restore job limits:, cronflock restore --limit)`);
   }
