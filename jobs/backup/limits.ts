@@ -109,7 +109,10 @@ export function limitHint(name: keyof ArchiveLimits): string {
   return `raise limits.${name} (cronflock restore: --limit ${name}=<value>) if this backup is genuine`;
 }
 
-/** What a writer knows of an archive it wrote: entries (manifest included), bytes of the files, the largest file, the manifest's bytes. */
+/**
+ * What a writer knows of an archive it wrote: entries (manifest included), bytes of the uncompressed tar stream
+ * (headers and padding included, as `maxTotalSize` counts them), the largest file, the manifest's bytes.
+ */
 export interface ArchiveStats {
   objects: number;
   totalBytes: number;

@@ -306,7 +306,7 @@ async function writeArchive(
       if (signal.aborted) throw aborted(signal, `backup ${name}`);
       const { data, entry } = storedObject(info, object);
       await addFile(tar, stopped, entry.path, data, meta.createdAt);
-      totalBytes += data.length;
+      totalBytes += tarBytes(data.length);
       if (data.length > largest.bytes) largest = { path: entry.path, bytes: data.length };
       objects.push(entry);
       const k = countKey(entry);
@@ -334,7 +334,7 @@ async function writeArchive(
       counts,
     };
     const manifestBytes = Buffer.from(JSON.stringify(manifest), 'utf8');
-    warnOverRestoreLimits(ctx, name, { objects: objects.length + 1, totalBytes: totalBytes + manifestBytes.length, largest, manifestBytes: manifestBytes.length });
+    warnOverRestoreLimits(ctx, name, { objects: objects.length + 1, totalBytes: totalBytes + tarBytes(manifestBytes.length) + 1024, largest, manifestBytes: manifestBytes.length });
     await addFile(tar, stopped, MANIFEST_PATH, manifestBytes, meta.createdAt);
     await tar.end();
     const tmp = await writing;
@@ -351,6 +351,9 @@ async function writeArchive(
     throw e;
   }
 }
+
+/** Bytes a file takes in the (uncompressed) tar stream: its 512-byte header and its data padded to 512 bytes. */
+const tarBytes = (n: number): number => 512 + Math.ceil(n / 512) * 512;
 
 /**
  * Logs a warning when an archive is over the limits a restore reads archives with by default (limits.ts): the
