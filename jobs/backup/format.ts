@@ -14,6 +14,7 @@
  * because the writer streams objects from paged lists and only knows every sha256 at the end.
  */
 import { createHash } from 'node:crypto';
+import type { ArchiveLimits } from './limits.js';
 
 /** Current {@link BackupManifest.formatVersion}. A reader refuses a higher major version. */
 export const FORMAT_VERSION = 1;
@@ -344,16 +345,25 @@ export interface OpenBackupOptions {
   encrypted?: boolean;
   /** Key-encryption keys (32 bytes each); the one whose id the archive names is used. Load with encryption.ts `loadKey`. */
   keys?: readonly Uint8Array[];
+  /** What the archive may hold at most (limits.ts); default `DEFAULT_LIMITS`. */
+  limits?: ArchiveLimits;
   signal?: AbortSignal;
 }
 
 /**
  * An archive opened by `openBackup`: the whole archive has been read once, decrypted and checked (every entry's
- * sha256 against the manifest, no file missing, none extra) before this is returned. `objects()` reads it again
+ * sha256 against the manifest, no file missing, none extra, the manifest valid by manifest-schema.ts, each object's
+ * apiVersion, kind, namespace and name those of its entry) before this is returned. `objects()` reads it again
  * (streamed: one object in memory at a time), decrypting and re-checking each object's sha256; it throws a
  * `BackupError` with code `VERIFY` if the stored bytes changed in between.
  */
 export interface OpenedBackup {
   manifest: BackupManifest;
+  /**
+   * True when the archive is authenticated: an encrypted archive (AES-GCM under the key: only a key holder can
+   * make one that opens). A plain archive is checked for damage (sha256 per file, the manifest's schema, each
+   * object against its entry), but whoever can write to the storage can make one that passes.
+   */
+  authenticated: boolean;
   objects(options?: { signal?: AbortSignal }): AsyncIterable<BackupObject>;
 }

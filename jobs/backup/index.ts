@@ -14,9 +14,11 @@ import type { JobKind } from '../types.js';
 import { runBackup, type BackupReport, type CompiledBackup } from './run.js';
 import { backupJobSchema, type BackupParams } from './schema.js';
 
-export { BackupError, isBackupError, type BackupErrorCode } from './errors.js';
+export { BackupError, damagedArchive, isBackupError, type BackupErrorCode } from './errors.js';
+export { archiveLimits, DEFAULT_LIMITS, NO_LIMITS, parseByteSize, type ArchiveLimits } from './limits.js';
+export { validateManifest } from './manifest-schema.js';
 export * from './format.js';
-export { openBackup, readArchiveFiles, type VerifiedBackup } from './reader.js';
+export { MAX_OBJECT_DEPTH, openBackup, readArchiveFiles, type VerifiedBackup } from './reader.js';
 export { localStorage, s3Storage, storageFor, type StorageParams } from './storage.js';
 export { createDecryptStream, createEncryptStream, keyIdOf, loadKey, type KeySource } from './encryption.js';
 export { planRetention, type RetentionPolicy, type RetentionPlan } from './retention.js';

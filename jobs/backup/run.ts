@@ -35,6 +35,7 @@ import {
   type BackupStorage,
   type ManifestEntry,
 } from './format.js';
+import { DEFAULT_LIMITS, NO_LIMITS, overLimits, type ArchiveStats } from './limits.js';
 import { expandResourceSets } from './presets.js';
 import { openBackup } from './reader.js';
 import { planRetention, staleTemporaries } from './retention.js';
@@ -166,7 +167,7 @@ async function backupOnce(ctx: JobContext, p: CompiledBackup): Promise<BackupRep
   const found = (await storage.stat(name, signal)) ?? (await storage.stat(other, signal));
   if (found) {
     // Published only after verification; check it again (cheap compared with a backup) and count it as this run's.
-    const opened = await openBackup({ storage, name: found.name, keys, signal }).catch((e: unknown) => {
+    const opened = await openBackup({ storage, name: found.name, keys, limits: NO_LIMITS, signal }).catch((e: unknown) => {
       if (e instanceof BackupError && e.code === 'VERIFY') {
         throw new BackupError('VERIFY', `${e.message}; this occurrence's archive is already published and damaged: inspect it, then delete it to make the backup again`, { cause: e });
       }
@@ -197,7 +198,8 @@ async function backupOnce(ctx: JobContext, p: CompiledBackup): Promise<BackupRep
   let published: 'published' | 'exists';
   try {
     if (signal.aborted) throw aborted(signal, `backup ${name}`);
-    const check = await openBackup({ storage, name: tmp, encrypted: kek !== undefined, keys, signal });
+    // Its own archive, just written: no limits (a restore applies them; see the warning in writeArchive).
+    const check = await openBackup({ storage, name: tmp, encrypted: kek !== undefined, keys, limits: NO_LIMITS, signal });
     if (check.manifestSha256 !== manifestSha256 || check.manifest.objects.length !== manifest.objects.length) {
       throw new BackupError('VERIFY', `backup ${name}: the stored manifest differs from the one written`);
     }
@@ -297,11 +299,15 @@ async function writeArchive(
   const objects: ManifestEntry[] = [];
   const counts: Record<string, number> = {};
   let lastLog = performance.now();
+  let totalBytes = 0;
+  let largest = { path: '', bytes: 0 };
   try {
     for await (const { info, object } of selectObjects<KubeObject>(client, targets, { pageSize: p.pageSize, signal })) {
       if (signal.aborted) throw aborted(signal, `backup ${name}`);
       const { data, entry } = storedObject(info, object);
       await addFile(tar, stopped, entry.path, data, meta.createdAt);
+      totalBytes += tarBytes(data.length);
+      if (data.length > largest.bytes) largest = { path: entry.path, bytes: data.length };
       objects.push(entry);
       const k = countKey(entry);
       counts[k] = (counts[k] ?? 0) + 1;
@@ -328,6 +334,7 @@ async function writeArchive(
       counts,
     };
     const manifestBytes = Buffer.from(JSON.stringify(manifest), 'utf8');
+    warnOverRestoreLimits(ctx, name, { objects: objects.length + 1, totalBytes: totalBytes + tarBytes(manifestBytes.length) + 1024, largest, manifestBytes: manifestBytes.length });
     await addFile(tar, stopped, MANIFEST_PATH, manifestBytes, meta.createdAt);
     await tar.end();
     const tmp = await writing;
@@ -342,5 +349,19 @@ async function writeArchive(
     await writing.catch(() => undefined);
     if (signal.aborted && !(e instanceof BackupError && e.code === 'ABORTED')) throw aborted(signal, `backup ${name}`);
     throw e;
+  }
+}
+
+/** Bytes a file takes in the (uncompressed) tar stream: its 512-byte header and its data padded to 512 bytes. */
+const tarBytes = (n: number): number => 512 + Math.ceil(n / 512) * 512;
+
+/**
+ * Logs a warning when an archive is over the limits a restore reads archives with by default (limits.ts): the
+ * backup is good, but restoring it needs those limits raised, which is better known now than during an outage.
+ */
+function warnOverRestoreLimits(ctx: JobContext, name: string, stats: ArchiveStats): void {
+  const over = overLimits(stats, DEFAULT_LIMITS);
+  if (over.length > 0) {
+    ctx.log.warn({ backup: name, over }, `backup ${name} is over the default limits of a restore (${over.join('; ')}): restore it with those limits raised (restore job limits:, cronflock restore --limit)`);
   }
 }

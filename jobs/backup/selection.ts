@@ -30,7 +30,7 @@ function kindMatches(names: readonly string[] | undefined, info: Pick<ResourceIn
  * (`resourceSets[i]`) when the server does not serve its apiVersion or one of its `kinds` (with the kinds it
  * does serve), except for preset parts, which are skipped with `onSkip`; errors of the discovery request.
  */
-export async function resolveTargets(client: KubeClient, sets: readonly ExpandedSet[], signal?: AbortSignal, onSkip?: SkipLog): Promise<Target[]> {
+export async function resolveTargets(client: Pick<KubeClient, 'discovery'>, sets: readonly ExpandedSet[], signal?: AbortSignal, onSkip?: SkipLog): Promise<Target[]> {
   const out: Target[] = [];
   for (const [index, set] of sets.entries()) {
     const where = `resourceSets[${index}]${set.preset ? ` (preset ${set.preset})` : ''}`;

@@ -8,36 +8,11 @@
  * is right for the built-in kinds cleanup is used on and for most CRDs.
  */
 import { splitApiVersion } from '../../k8s/index.js';
+import { addRule, guessResource, rbacYaml as renderRbac, type RbacNeeds, type RbacRule } from '../../k8s/rbac.js';
 import { expandSelector, USAGE_KINDS } from './evaluate.js';
 import type { CleanupParams } from './schema.js';
 
-/** One RBAC rule. */
-export interface RbacRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
-/** What a set of cleanup jobs needs: cluster-wide rules, and rules per namespace. */
-export interface RbacNeeds {
-  cluster: RbacRule[];
-  namespaced: Map<string, RbacRule[]>;
-}
-
-/** Resource name of a kind without discovery (see the module docs). */
-export function guessResource(kind: string): string {
-  const k = kind.toLowerCase();
-  if (k === 'endpoints') return k;
-  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
-  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
-  return `${k}s`;
-}
-
-function addRule(rules: RbacRule[], group: string, resource: string, verbs: string[]): void {
-  const same = rules.find((r) => r.apiGroups[0] === group && r.resources[0] === resource);
-  if (same) same.verbs = [...new Set([...same.verbs, ...verbs])].sort();
-  else rules.push({ apiGroups: [group], resources: [resource], verbs: [...verbs].sort() });
-}
+export { guessResource, type RbacNeeds, type RbacRule } from '../../k8s/rbac.js';
 
 /**
  * The permissions `jobs` need. `resolve(apiVersion, kind)` gives the resource name and scope (discovery);
@@ -81,29 +56,7 @@ export async function rbacNeeds(
   return needs;
 }
 
-function yamlRules(rules: RbacRule[]): string {
-  return rules
-    .map(
-      (r) =>
-        `  - apiGroups: [${r.apiGroups.map((g) => JSON.stringify(g)).join(', ')}]\n` +
-        `    resources: [${r.resources.join(', ')}]\n` +
-        `    verbs: [${r.verbs.join(', ')}]\n`,
-    )
-    .join('');
-}
-
-/**
- * The manifests for `needs` as YAML documents: a ClusterRole `name` for what spans all namespaces (or is
- * cluster-scoped), and a Role `name` in each namespace for what only those namespaces need (bind the
- * ClusterRole with a ClusterRoleBinding, each Role with a RoleBinding in its namespace).
- */
+/** The manifests for `needs` (k8s/rbac.ts `rbacYaml`), named `cronflock-cleanup` unless `name` is given. */
 export function rbacYaml(needs: RbacNeeds, name = 'cronflock-cleanup'): string {
-  const docs: string[] = [];
-  if (needs.cluster.length > 0) {
-    docs.push(`apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${name}\nrules:\n${yamlRules(needs.cluster)}`);
-  }
-  for (const [ns, rules] of needs.namespaced) {
-    docs.push(`apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nrules:\n${yamlRules(rules)}`);
-  }
-  return docs.join('---\n');
+  return renderRbac(needs, name);
 }

@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { createKubeClient, loadKubeConfig, type KubeClient } from '../../k8s/index.js';
 import type { KeySource } from '../backup/encryption.js';
+import { archiveLimits } from '../backup/limits.js';
 import { storageFor } from '../backup/storage.js';
 import type { JobKind } from '../types.js';
 import { openSource } from './open.js';
@@ -91,13 +92,14 @@ export const restoreJob: JobKind<RestoreParams, CompiledRestore> = {
     if (!p.dryRun && !ctx.coordination) throw new RestoreError('NO_LOCK', 'this runner gives jobs no coordination (Redis lock): a restore cannot run here');
     const client = restoreClient(p);
     const storage = await storageFor(p.storage, { client, signal: ctx.signal });
-    const opened = await openSource({ storage, backup: p.backup, keys: keySources(p), client, signal: ctx.signal });
+    const opened = await openSource({ storage, backup: p.backup, keys: keySources(p), limits: archiveLimits(p.limits), client, signal: ctx.signal });
     const report = await runRestore({
       client,
       source: opened.source,
       backupName: opened.name,
       dryRun: p.dryRun,
       prune: p.prune,
+      allowUnauthenticatedPrune: p.allowUnauthenticatedPrune,
       concurrency: p.concurrency,
       crdTimeoutMs: p.crdTimeout,
       ...(ctx.coordination

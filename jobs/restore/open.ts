@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { KubeClient } from '../../k8s/index.js';
 import { loadKey, type KeySource } from '../backup/encryption.js';
 import { isBackupError } from '../backup/errors.js';
+import type { ArchiveLimits } from '../backup/limits.js';
 import { parseBackupName, type BackupStorage } from '../backup/format.js';
 import { openBackup } from '../backup/reader.js';
 import { localStorage } from '../backup/storage.js';
@@ -39,15 +40,18 @@ export async function resolveBackupName(storage: BackupStorage, backup: string, 
 }
 
 /**
- * Opens `backup` from `storage` with the keys (loaded now), verifying the whole archive before anything is
- * applied. A `backup` with a `/` is a path to a local archive (its directory becomes the storage).
- * Errors: {@link RestoreError} `BACKUP` naming the backup and location, with the reader's reason: not found
- * (with the names there), wrong or missing key (with the key id the archive needs), damaged archive.
+ * Opens `backup` from `storage` with the keys (loaded now), verifying the whole archive within `limits` (default
+ * limits.ts `DEFAULT_LIMITS`) before anything is applied. A `backup` with a `/` is a path to a local archive (its
+ * directory becomes the storage). Errors: {@link RestoreError} `BACKUP` naming the backup and location, with the
+ * reader's reason: not found (with the names there), wrong or missing key (with the key id the archive needs),
+ * and for a damaged archive or one over a limit "damaged archive <name> in <location>: <what>; nothing was
+ * applied".
  */
 export async function openSource(o: {
   storage: BackupStorage | undefined;
   backup: string;
   keys: readonly KeySource[];
+  limits?: ArchiveLimits;
   client?: KubeClient;
   signal?: AbortSignal;
 }): Promise<OpenedSource> {
@@ -61,16 +65,19 @@ export async function openSource(o: {
   const name = await resolveBackupName(storage, backup, o.signal);
   try {
     const keys = await Promise.all(o.keys.map((k) => loadKey(k, { ...(o.client ? { client: o.client } : {}), ...(o.signal ? { signal: o.signal } : {}) })));
-    const source = await openBackup({ storage, name, keys, ...(o.signal ? { signal: o.signal } : {}) });
+    const source = await openBackup({ storage, name, keys, ...(o.limits ? { limits: o.limits } : {}), ...(o.signal ? { signal: o.signal } : {}) });
     return { name, location: storage.location, source };
   } catch (e) {
     if (!isBackupError(e)) throw e;
+    if (e.code === 'VERIFY' || e.code === 'LIMIT') {
+      const hint = e.code === 'VERIFY' ? ' (the archive is damaged or was changed after it was written; restore another backup)' : '';
+      throw new RestoreError('BACKUP', `damaged archive ${name} in ${storage.location}: ${e.what ?? e.message}${hint}; nothing was applied`, { cause: e });
+    }
     let hint = '';
     if (e.code === 'NOT_FOUND') {
       const names = (await storage.list(o.signal).catch(() => [])).map((f) => f.name).filter((n) => parseBackupName(n));
       hint = names.length > 0 ? ` (backups there: ${names.slice(-5).join(', ')}${names.length > 5 ? ', …' : ''})` : ' (there are no backups there)';
     } else if (e.code === 'KEY') hint = ' (give the key the backup was written with: encryption.key, or previousKeys after a rotation)';
-    else if (e.code === 'VERIFY') hint = ' (the archive is damaged or was changed after it was written; restore another backup)';
     throw new RestoreError('BACKUP', `backup ${name} in ${storage.location}: ${e.message}${hint}; nothing was applied`, { cause: e });
   }
 }

@@ -2,6 +2,11 @@
  * One restore: read the whole backup (verified by the reader), plan with a server-side-apply dry run, then apply
  * in order under a flock-wide lock, prune if asked, and report.
  *
+ * - **Trust.** Before anything is planned: prune from a source that is not authenticated (a plain archive) is
+ *   refused unless `allowUnauthenticatedPrune`; the reader has checked sizes, the manifest and each object against
+ *   its entry; check.ts checks each entry's resource and scope against the target (or the backup's CRD) and the
+ *   owner references. A failure is "damaged archive <name>: <what>; nothing was applied".
+ *
  * - **Plan.** Read the live objects (one paged list per kind and namespace with more than five objects in the
  *   backup, else one read per object; absent: `create`), then server-side apply each with `dryRun=All`; the answer
  *   compared with the live object (content only: resourceVersion, generation, managedFields, creationTimestamp,
@@ -47,9 +52,11 @@ import {
   type KubeObject,
   type PartialObjectMetadata,
 } from '../../k8s/index.js';
+import { isBackupError } from '../backup/errors.js';
 import { STRIPPED_METADATA_FIELDS, type BackupManifest, type ManifestEntry } from '../backup/format.js';
 import { PROTECT_KEY, PROTECTED_NAMESPACES } from '../cleanup/schema.js';
 import type { JobCheckpoints, JobCoordination, JobLock, JobLogger } from '../types.js';
+import { objectProblems } from './check.js';
 import { describe, kindKey, orderSteps, type OrderItem, type Step } from './order.js';
 import { resolveTargets, selectObjects } from '../backup/selection.js';
 import type { BackupSource } from './source.js';
@@ -64,9 +71,10 @@ export class RestoreError extends Error {
      * `PLAN`: the dry run refused objects (nothing applied); `APPLY`: an apply or delete failed part-way (what was
      * done is checkpointed: run again to resume); `CRD_TIMEOUT`: a CRD did not become Established in time;
      * `LOCK_LOST`: the lock was lost (another holder resumes); `NO_LOCK`: no coordination was given;
-     * `BACKUP`: the backup cannot be read (unknown, wrong key, damaged).
+     * `BACKUP`: the backup cannot be read (unknown, wrong key, damaged); `UNAUTHENTICATED`: prune was asked from
+     * a plain (unauthenticated) archive without `allowUnauthenticatedPrune`.
      */
-    readonly code: 'PLAN' | 'APPLY' | 'CRD_TIMEOUT' | 'LOCK_LOST' | 'NO_LOCK' | 'BACKUP',
+    readonly code: 'PLAN' | 'APPLY' | 'CRD_TIMEOUT' | 'LOCK_LOST' | 'NO_LOCK' | 'BACKUP' | 'UNAUTHENTICATED',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -140,6 +148,11 @@ export interface RestoreOptions {
   backupName: string;
   dryRun: boolean;
   prune: boolean;
+  /**
+   * Prune even when the source is not authenticated (a plain archive: its selection, which prune deletes within,
+   * could have been written by anyone who can write to the storage); default false.
+   */
+  allowUnauthenticatedPrune?: boolean;
   /** Applies and deletes in flight at once; default 5. */
   concurrency?: number;
   /** How long a restored CRD may take to become Established, ms; default 60 000. */
@@ -182,18 +195,30 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
   const t0 = performance.now();
   const { client, log } = o;
   const manifest = o.source.manifest;
+  if (o.prune && !o.source.authenticated && !o.allowUnauthenticatedPrune) {
+    throw new RestoreError(
+      'UNAUTHENTICATED',
+      `backup ${o.backupName} is a plain archive: it is checked for damage, not authenticated (whoever can write to its storage can make one), and prune deletes what its manifest's selection covers. ` +
+        'Restore without prune, encrypt your backups (encryption.key: an encrypted archive is authenticated), or allow it (allowUnauthenticatedPrune: true, --allow-unauthenticated-prune); nothing was applied',
+    );
+  }
   const clusterId = await clusterIdOf(client, o.signal);
   const loaded: Loaded[] = [];
   try {
     for await (const { entry, object } of o.source.objects({ signal: o.signal })) loaded.push({ entry, object: object as KubeObject });
   } catch (e) {
-    throw new RestoreError('BACKUP', `backup ${o.backupName}: ${(e as Error).message}`, { cause: e });
+    const what = isBackupError(e, 'VERIFY', 'LIMIT') ? e.message : `backup ${o.backupName}: ${(e as Error).message}`;
+    throw new RestoreError('BACKUP', `${what}; nothing was applied`, { cause: e });
   }
+  const damaged = (what: string, cause?: unknown): RestoreError =>
+    new RestoreError('BACKUP', `damaged archive ${o.backupName}: ${what}; nothing was applied`, cause !== undefined ? { cause } : undefined);
+  const problems = await objectProblems(client, loaded, o.signal);
+  if (problems.length > 0) throw damaged(problems.join('; '));
   let steps: Step<ManifestEntry>[];
   try {
     steps = orderSteps<ManifestEntry>(loaded.map((l) => ({ entry: l.entry, ownerUids: ownerRefs(l.object).map((r) => r.uid) })));
   } catch (e) {
-    throw new RestoreError('BACKUP', `backup ${o.backupName}: ${(e as Error).message} (Kubernetes forbids cyclic owners: the backup is damaged)`, { cause: e });
+    throw damaged(`${(e as Error).message} (Kubernetes forbids cyclic owners)`, e);
   }
   const objectOf = new Map(loaded.map((l) => [l.entry, l.object]));
   log.info({ backup: o.backupName, objects: loaded.length, clusterId, sourceClusterId: manifest.clusterId }, 'restore: backup read and verified');

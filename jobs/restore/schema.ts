@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { durationMs } from '../../runner/config/zod-duration.js';
+import { archiveLimitsSchema } from '../backup/limits.js';
 import { keySourceSchema, storageSchema } from '../backup/schema.js';
 
 /** `latest:<schedule>`: the newest published backup of that schedule. */
@@ -33,6 +34,13 @@ export const restoreJobSchema = z.strictObject({
     .optional()
     .describe('keys of encrypted archives (the backup job\'s encryption block; the archive names the key id it needs)'),
   prune: z.boolean().default(false).describe("delete objects the backup's own selection selects now but the backup does not contain (never protected ones); default false"),
+  allowUnauthenticatedPrune: z
+    .boolean()
+    .default(false)
+    .describe('prune also from a plain (not encrypted, so not authenticated) archive, whose selection anyone who can write to the storage could have written; default false'),
+  limits: archiveLimitsSchema
+    .optional()
+    .describe('what an archive may hold at most, checked as it is read (defaults: maxObjectSize 8Mi, maxManifestSize 128Mi, maxObjects 250000, maxTotalSize 1Gi, maxCompressionRatio 200)'),
   dryRun: z.boolean().default(false).describe('only plan: a server-side dry run of every object, recorded as the result; nothing is written'),
   lockTtl: durationMs.default(15_000).describe('lease of the per-cluster restore lock, renewed every third of it (default 15s)'),
   lockWait: durationMs

@@ -10,6 +10,12 @@ import { FORMAT_VERSION, storedObject, type BackupManifest, type BackupObject, t
 /** A backup as the restore reads it: the manifest, and every object once (checked against its entry). */
 export interface BackupSource {
   manifest: BackupManifest;
+  /**
+   * Whether what the source says comes from someone trusted: true for an encrypted archive (authenticated by
+   * AES-GCM under the key) and for objects a program holds itself; false for a plain archive, which anyone who
+   * can write to its storage can make. Prune (which deletes by the manifest's selection) needs it.
+   */
+  authenticated: boolean;
   objects(options?: { signal?: AbortSignal }): AsyncIterable<BackupObject>;
 }
 
@@ -21,7 +27,7 @@ export interface MemoryObject {
 
 /**
  * A {@link BackupSource} over objects in memory, as the backup writer would have stored them (stripped, original
- * uid in the manifest). `TypeError` for an object without a name (or a namespaced one without a namespace).
+ * uid in the manifest). Authenticated: the caller holds the objects itself. `TypeError` for an object without a name (or a namespaced one without a namespace).
  */
 export function memorySource(
   objects: MemoryObject[],
@@ -54,6 +60,7 @@ export function memorySource(
   };
   return {
     manifest,
+    authenticated: true,
     async *objects() {
       for (const s of stored) yield { entry: s.entry, object: structuredClone(s.object) };
     },

@@ -318,8 +318,11 @@ function flagNames(message: string): string {
 program.parseAsync(process.argv).catch((err: unknown) => {
   const code = (err as { code?: unknown })?.code;
   if (!(err instanceof CliError) && typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code)) {
-    // Our typed errors (options, namespace, Redis URL …) say what is wrong and how to fix it: no stack.
-    process.stderr.write(`cronflock: ${flagNames((err as Error).message)}\n`);
+    // Our typed errors (options, namespace, Redis URL …) say what is wrong and how to fix it: no stack. Option
+    // names become flags only in the runner's own option errors: a job's message ("namespace shop does not
+    // exist") means the word.
+    const message = (err as Error).message;
+    process.stderr.write(`cronflock: ${err instanceof OptionsError || code === 'NAMESPACE_INVALID' ? flagNames(message) : message}\n`);
     process.exit(2);
   }
   if (err instanceof CliError) {

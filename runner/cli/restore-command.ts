@@ -11,12 +11,15 @@
  * `<backup>` is an archive name, `latest:<schedule>`, or a path. `--dry-run` prints the plan and writes nothing
  * (no Redis needed). A real restore takes the flock's per-cluster lock in Redis (`--redis`/`REDIS_URL`, the
  * same `--namespace` as the replicas), so it never runs beside a scheduled restore of the same cluster, and it
- * resumes from the checkpoints of an interrupted `cronflock restore` of the same backup.
+ * resumes from the checkpoints of an interrupted `cronflock restore` of the same backup. `--limit name=value`
+ * raises an archive limit (jobs/backup/limits.ts); `--allow-unauthenticated-prune` allows prune from a plain
+ * archive (jobs/restore/run.ts).
  */
 import { Command, Option } from 'commander';
 import { durationArg, positiveNumberArg } from './arg-parsers.js';
 import { hostname } from 'node:os';
 import type { KeySource } from '../../jobs/backup/encryption.js';
+import { archiveLimits, archiveLimitsSchema, DEFAULT_LIMITS, type ArchiveLimits } from '../../jobs/backup/limits.js';
 import type { StorageParams } from '../../jobs/backup/storage.js';
 import type { RestoreReport } from '../../jobs/restore/index.js';
 import { loadSchedules } from '../config/load.js';
@@ -29,6 +32,8 @@ import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from '
 interface Flags extends RedisTlsFlags {
   dryRun?: boolean;
   prune?: boolean;
+  allowUnauthenticatedPrune?: boolean;
+  limit: string[];
   from?: string;
   schedule?: string;
   dir?: string;
@@ -96,6 +101,27 @@ export async function storageAndKeys(o: Flags): Promise<{ storage?: StorageParam
   return { keys };
 }
 
+/**
+ * The archive limits from `--limit name=value` flags (limits.ts; sizes like `8Mi`, `2Gi`), over the defaults.
+ * Errors: {@link CliError} naming the flag, with the names and an example. Exported for tests.
+ */
+export function limitsFromFlags(flags: readonly string[]): ArchiveLimits {
+  const given: Record<string, unknown> = {};
+  for (const f of flags) {
+    const m = /^([A-Za-z]+)=(.+)$/.exec(f);
+    if (!m) throw new CliError(`--limit ${f}: must be <name>=<value>, e.g. --limit maxTotalSize=4Gi (names: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+    const [, name, value] = m as unknown as [string, string, string];
+    given[name] = /^\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+  }
+  const r = archiveLimitsSchema.safeParse(given);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    const name = i.code === 'unrecognized_keys' ? i.keys.join(', ') : String(i.path[0] ?? '');
+    throw new CliError(`--limit ${name}: ${i.code === 'unrecognized_keys' ? `unknown limit (names: ${Object.keys(DEFAULT_LIMITS).join(', ')})` : i.message}`);
+  }
+  return archiveLimits(r.data);
+}
+
 /** The plan and what was done, as a table: one line per kind. */
 export function formatReport(r: RestoreReport): string {
   const lines: string[] = [];
@@ -130,6 +156,8 @@ export function addRestoreCommand(program: Command): void {
     .argument('<backup>', 'archive name in the storage, latest:<schedule>, or a path to a local archive')
     .option('--dry-run', 'print the plan and stop: nothing is written, no lock is taken, no Redis needed')
     .option('--prune', "also delete objects the backup's own selection selects now but the backup lacks (never protected ones)")
+    .option('--allow-unauthenticated-prune', 'prune also from a plain (unencrypted, so unauthenticated) archive')
+    .option('--limit <name=value>', 'raise (or lower) a limit of what the archive may hold, e.g. maxTotalSize=4Gi, maxObjectSize=32Mi (repeatable)', collect, [])
     .option('--from <schedule-file>', 'use the storage and encryption blocks of a backup schedule in this file (with --schedule)')
     .option('--schedule <name>', 'the backup schedule of --from')
     .option('--dir <directory>', 'archives are in this local directory')
@@ -157,12 +185,13 @@ export function addRestoreCommand(program: Command): void {
     // Logs go to stderr: stdout is the report.
     const log = pino({ level: process.env.CRONFLOCK_LOG_LEVEL ?? 'info', base: { replica: `cli@${hostname()}` }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
     const { storage: storageParams, keys } = await storageAndKeys(o);
+    const limits = limitsFromFlags(o.limit);
     const client = restoreClient({ ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}), ...(o.context ? { context: o.context } : {}), qps: o.qps });
     const ac = new AbortController();
     process.once('SIGINT', () => ac.abort(new Error('interrupted')));
     process.once('SIGTERM', () => ac.abort(new Error('terminated')));
     const storage = storageParams ? await storageFor(storageParams, { client, signal: ac.signal }) : undefined;
-    const opened = await openSource({ storage, backup, keys, client, signal: ac.signal });
+    const opened = await openSource({ storage, backup, keys, limits, client, signal: ac.signal });
     let redis: ReturnType<typeof connectCommands> | undefined;
     let coordination: RedisJobCoordination | undefined;
     if (!o.dryRun) {
@@ -192,6 +221,7 @@ export function addRestoreCommand(program: Command): void {
         backupName: opened.name,
         dryRun: Boolean(o.dryRun),
         prune: Boolean(o.prune),
+        allowUnauthenticatedPrune: Boolean(o.allowUnauthenticatedPrune),
         concurrency: o.concurrency,
         ...(coordination ? { lock: { coordination, ttlMs: o.lockTtl, waitMs: o.wait, scope: `cli:${opened.location}${opened.name}` } } : {}),
         signal: ac.signal,

@@ -408,6 +408,7 @@ describe('restore', () => {
     await deleteAll(c, ['a', 'b'].map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name })));
     const broken: BackupSource = {
       manifest: good.manifest,
+      authenticated: true,
       async *objects() {
         let n = 0;
         for await (const o of good.objects()) {
