@@ -52,7 +52,7 @@ export function addRedisTlsOptions(c: Command): Command {
     .addOption(
       new Option('--redis-tls-insecure', 'do not verify the Redis server certificate (tests only; prefer --redis-tls-ca)').default(
         env.REDIS_TLS_INSECURE === '1' || env.REDIS_TLS_INSECURE === 'true',
-        'REDIS_TLS_INSECURE=1',
+        'off; REDIS_TLS_INSECURE=1 turns it on',
       ),
     );
 }

@@ -75,7 +75,7 @@ const FINAL = new Set(['succeeded', 'failed', 'missed', 'skipped']);
 /** Overdue occurrences looked at to name their schedules (the total is counted apart, exactly). */
 const OVERDUE_SAMPLE = 1_000;
 /** Records per schedule looked at for its last result (newer ones may still be planned or running). */
-const LAST_LOOKBACK = 5;
+const LAST_LOOKBACK = 10;
 
 const TIME_LUA = "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
 
