@@ -10,7 +10,7 @@
  * - SIGTERM while a replica still waits for Redis: it stops at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -128,6 +128,35 @@ describe('stopping', () => {
     await demo.exited;
     // Replicas: a graceful stop (2 s grace) when their IPC channel closes; Redis: its watchdog's SIGTERM.
     for (const pid of [pids.redis, ...pids.replicas]) await until(() => !alive(pid), 40_000, `pid ${pid} gone`);
+  });
+
+  it('a replica started with an IPC channel stops gracefully when its parent is SIGKILLed', async () => {
+    flock = await Flock.start();
+    const f = flock;
+    const file = f.writeSchedules(`schedules:\n  - { name: ok, cron: "* * * * * *", job: { kind: http, url: ${f.receiver.url}/ok } }\n`);
+    // The replica logs to a file, not to a pipe from the parent: only the IPC channel tells it the parent is gone.
+    const log = join(f.dir, 'child.log');
+    const parent = spawnGroup(
+      process.execPath,
+      [
+        '-e',
+        `const { spawn } = require('node:child_process'); const { openSync } = require('node:fs');
+         const fd = openSync(${JSON.stringify(log)}, 'a');
+         const c = spawn(process.execPath, ${JSON.stringify([BIN, 'start', file, '--redis', f.redis.url, '--replica', 'child', '--admin', 'off', '--grace', '2s'])},
+           { stdio: ['ignore', fd, fd, 'ipc'], detached: true });
+         console.log('child ' + c.pid); setInterval(() => {}, 1000);`,
+      ],
+      { ...process.env, CRONFLOCK_LOG_LEVEL: 'info' },
+    );
+    const childPid = (): number | undefined => Number(/child (\d+)/.exec(parent.out())?.[1]) || undefined;
+    reap(() => [childPid() ?? 0].filter(Boolean));
+    await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('"msg":"replica running"'), 30_000, 'replica running');
+    await until(() => f.receiver.of('ok').length >= 1, 10_000, 'a run');
+    parent.child.kill('SIGKILL');
+    await until(() => !alive(childPid()!), 20_000, 'the replica gone');
+    const lines = readFileSync(log, 'utf8');
+    expect(lines).toContain('"why":"parent process exited"');
+    expect(lines).toContain('"msg":"stopped"');
   });
 
   it('a replica SIGTERMed while its Redis hangs exits within bounds', async () => {
