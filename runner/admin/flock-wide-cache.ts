@@ -54,10 +54,11 @@ export class FlockWideCache {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private loop: Promise<void> | undefined;
-  /** An unfinished pass: the HSCAN cursor, what it read so far, and when it started (host ms). */
-  private pass: { cursor: string; values: Map<string, number>; startedMs: number } | undefined;
-  /** Time between the starts of two passes: refreshEveryMs, or 10 × the latest pass if longer. */
+  /** An unfinished pass: the HSCAN cursor and what it read so far. */
+  private pass: { cursor: string; values: Map<string, number> } | undefined;
+  /** Time between the starts of two passes: refreshEveryMs, or 10 × the latest pass if longer (≤ 30 s). */
   private passEveryMs: number;
+  /** Host time the latest pass started. */
   private passStartedMs = 0;
 
   /**
@@ -120,7 +121,8 @@ export class FlockWideCache {
   /** Continues (or starts) a last-success pass for at most `budgetMs`. */
   private async scan(): Promise<void> {
     const until = Date.now() + this.o.budgetMs;
-    const pass = (this.pass ??= { cursor: '0', values: new Map(), startedMs: (this.passStartedMs = Date.now()) });
+    if (this.pass === undefined) this.passStartedMs = Date.now();
+    const pass = (this.pass ??= { cursor: '0', values: new Map() });
     const known = this.known();
     do {
       const [cursor, flat] = await this.bounded(this.redis.hscan(this.keys.lastSuccess, pass.cursor, 'COUNT', this.o.pageSize));
@@ -131,7 +133,7 @@ export class FlockWideCache {
       if (cursor === '0') {
         this.lastSuccessMs = pass.values;
         this.refreshedAtMs = Date.now();
-        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * (this.refreshedAtMs - pass.startedMs)));
+        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * (this.refreshedAtMs - this.passStartedMs)));
         this.pass = undefined;
         await this.onPass?.(pass.values);
         return;

@@ -129,7 +129,11 @@ process.stderr.on('error', (err: NodeJS.ErrnoException) => {
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const code = (err as { code?: unknown })?.code;
-  if (err instanceof CliError || (typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code))) {
+  if (err instanceof CliError) {
+    process.stderr.write(`cronflock: ${err.message}\n`);
+    process.exit(EXIT_BAD_INPUT);
+  }
+  if (typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code)) {
     // Our typed errors (options, namespace, Redis URL …) say what is wrong and how to fix it: no stack.
     process.stderr.write(`cronflock: ${flagNames((err as Error).message)}\n`);
     process.exit(EXIT_BAD_INPUT);

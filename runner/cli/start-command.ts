@@ -159,7 +159,9 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
   })();
 
-  const stop = async (why: string): Promise<void> => {
+  let stopping: Promise<void> | undefined;
+  const stop = (why: string): Promise<void> => (stopping ??= stopNow(why));
+  const stopNow = async (why: string): Promise<void> => {
     log.info({ why, graceMs: options.shutdownGraceMs }, 'stopping: no new claims; running runs finish or are handed over');
     aborted.abort();
     const limitMs = options.shutdownGraceMs + STOP_LIMIT_MARGIN_MS;

@@ -86,7 +86,8 @@ export class Replica {
     const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
     const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
     const clock = new RedisClock(cmd, undefined, keys.ns);
-    let names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
+    const names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
+    /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
     const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
@@ -103,7 +104,9 @@ export class Replica {
     const staleAfterMs = Math.max(5_000, o.tickMs * 10);
     const readiness = (): { ready: boolean; problems: string[] } => {
       const problems: string[] = [];
-      if (cache.redisAgeMs > REDIS_STALE_MS) problems.push(`redis: ${cache.redisProblem ?? 'no answer'}`);
+      if (cache.redisAgeMs > REDIS_STALE_MS) {
+        problems.push(`redis: ${explainRedisError(new Error(cache.redisProblem ?? 'no answer'), connectionErrors).message}`);
+      }
       if (!r) problems.push('starting: waiting for Redis');
       else {
         const age = Date.now() - r.planner.lastTickOkAt;
@@ -117,6 +120,7 @@ export class Replica {
       throw err;
     }) : undefined;
     cache.start();
+    let built: Replica | undefined;
     try {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
@@ -131,7 +135,7 @@ export class Replica {
       };
       planner.onFinal = (x) => metrics.onPlannedFinal(x);
       executor.setSchedules(p.schedules);
-      const replica = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
+      const replica = (built = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log));
       replica.metrics = metrics;
       replica.admin = admin;
       replica.cache = cache;
@@ -150,14 +154,16 @@ export class Replica {
       executor.start();
       await planner.start(p.schedules);
       r = replica;
-      names = replica.names;
       replica.syncClockLoop();
       return replica;
     } catch (err) {
-      await settlesWithin(cache.stop(), STOP_STEP_MS);
-      await settlesWithin(admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
-      metrics.close();
-      for (const c of [cmd, wrk]) c.disconnect();
+      if (built) await built.stop(0); // bounded; stops whatever of it started
+      else {
+        await settlesWithin(cache.stop(), STOP_STEP_MS);
+        await settlesWithin(admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+        metrics.close();
+        for (const c of [cmd, wrk]) c.disconnect();
+      }
       throw err;
     }
   }

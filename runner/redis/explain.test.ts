@@ -26,6 +26,11 @@ describe('Redis failures in words', () => {
     expect(explainRedisError(new Error("OOM command not allowed when used memory > 'maxmemory'.")).message).toMatch(/out of memory/);
   });
 
+  it("finds the most specific cause among the connection's errors (a Cluster hides WRONGPASS behind its own words)", () => {
+    const p = explainRedisError(new Error('Failed to refresh slots cache.'), ['WRONGPASS invalid username-password pair', 'Connection is closed.']);
+    expect(p.message).toMatch(/WRONGPASS/);
+  });
+
   it('passes other errors through as they are (one line)', () => {
     expect(explainRedisError(new Error('ERR unknown command\nsecond line'))).toEqual({ message: 'ERR unknown command' });
   });

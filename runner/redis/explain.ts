@@ -20,8 +20,18 @@ const CLIENT_INTERNALS = [
   /^Connection is in (subscriber|monitoring) mode/i,
 ];
 
-/** Known causes, checked in order against the error message and the connection's last error. */
+/**
+ * Known causes, most specific first: each is looked for in the command's error and the connection's errors
+ * before the next is (a Cluster's "Failed to refresh slots cache" hides its nodes' WRONGPASS).
+ */
 const CAUSES: { test: RegExp; problem: (m: string) => RedisProblem }[] = [
+  {
+    test: /^OOM /,
+    problem: () => ({
+      message: "Redis is out of memory (it refuses writes beyond its 'maxmemory')",
+      hint: 'raise maxmemory, or lower --retention; keep maxmemory-policy noeviction',
+    }),
+  },
   {
     test: /WRONGPASS/,
     problem: () => ({
@@ -80,13 +90,6 @@ const CAUSES: { test: RegExp; problem: (m: string) => RedisProblem }[] = [
     test: /Failed to refresh slots cache|None of startup nodes is available/i,
     problem: () => ({ message: 'none of the cluster nodes answers', hint: 'check the seed nodes in the URL' }),
   },
-  {
-    test: /^OOM /,
-    problem: () => ({
-      message: "Redis is out of memory (it refuses writes beyond its 'maxmemory')",
-      hint: "raise maxmemory, or lower --retention; keep maxmemory-policy noeviction",
-    }),
-  },
 ];
 
 const firstLine = (s: string): string => s.split('\n')[0]!.trim();
@@ -102,8 +105,9 @@ export function explainRedisError(err: unknown, connectionErrors: readonly strin
   const internal = own === '' || CLIENT_INTERNALS.some((re) => re.test(own));
   // Prefer what the server or the network said; the command's own message only when it says more.
   const candidates = internal ? [...connectionErrors].reverse() : [own, ...[...connectionErrors].reverse()];
-  for (const text of candidates) {
-    for (const c of CAUSES) if (c.test.test(text)) return c.problem(text);
+  for (const c of CAUSES) {
+    const text = candidates.find((t) => c.test.test(t));
+    if (text !== undefined) return c.problem(text);
   }
   if (!internal) return { message: own };
   const last = connectionErrors.at(-1);
