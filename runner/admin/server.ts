@@ -2,22 +2,39 @@
  * The admin HTTP server of a replica: `/metrics` (Prometheus), `/healthz` (the process is alive) and
  * `/readyz` (Redis answers and the planner completed a tick recently: the replica is doing its share).
  * Binds 127.0.0.1 by default: metrics name schedules, and nothing here needs to be public.
+ *
+ * It starts before anything else of the replica, so `/healthz` answers while Redis is still unreachable, and
+ * it never touches Redis itself: readiness and the flock-wide values come from memory (flock-wide-cache.ts).
+ * Its own costs are bounded whatever the scrape load: one rendering of `/metrics` at a time, shared by the
+ * scrapes that arrive meanwhile and reused for a while after (see {@link RenderCache}), encoded and gzipped
+ * once per rendering (off the event loop; Prometheus asks for gzip, and 5 MB of text for 50,000 schedules
+ * become about a tenth of that), at most {@link MAX_METRICS_IN_FLIGHT} scrapes answered at once (more get
+ * 503 at once), and time limits on every request.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { register } from 'prom-client';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { Logger } from '../log.js';
-import type { Metrics } from './metrics.js';
 
-/** What readiness looks at. */
-export interface ReadinessProbe {
-  /** Resolves when Redis answers a PING (rejects otherwise). */
-  ping(): Promise<unknown>;
-  /** Host time of the planner's last completed tick (ms). */
-  lastTickOkAt(): number;
-  /** A tick older than this makes the replica not ready. */
-  staleAfterMs: number;
+const gzipAsync = promisify(gzip);
+
+/** What the server serves; everything from memory. */
+export interface AdminSource {
+  /** The Prometheus text (prom-client's content type and body). */
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** Readiness now, with the reasons when not ready. */
+  readiness(): { ready: boolean; problems: string[] };
 }
+
+/** Scrapes answered at once; more get 503 (Retry-After: 1) without any work. */
+export const MAX_METRICS_IN_FLIGHT = 32;
+/** A rendered body is reused for at least this long… */
+const MIN_REUSE_MS = 1_000;
+/** …and for this many times as long as rendering it took: rendering costs at most ~1/10 of a core. */
+const REUSE_FACTOR = 10;
+/** Connections held at once; the server drops more (probes and scrapes reconnect). */
+const MAX_CONNECTIONS = 256;
 
 /** Parses `host:port` (port 0: any free port). @throws Error with a hint when malformed. */
 export function parseListenAddress(s: string): { host: string; port: number } {
@@ -25,6 +42,35 @@ export function parseListenAddress(s: string): { host: string; port: number } {
   const port = m ? Number(m[2]) : NaN;
   if (!m || !m[1] || port > 65535) throw new Error(`admin address "${s}" must be host:port, e.g. 127.0.0.1:9464 (or "off")`);
   return { host: m[1].replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/**
+ * One rendering at a time, shared: scrapes that arrive while a body is being rendered wait for it, and a body
+ * is served again for `max(1 s, 10 × its rendering time)`. With 50,000 schedules a rendering takes a while;
+ * 100 concurrent scrapes still cost one.
+ */
+export class RenderCache<T> {
+  private body: { value: T; atMs: number; tookMs: number } | undefined;
+  private rendering: Promise<T> | undefined;
+
+  constructor(private readonly render: () => Promise<T>) {}
+
+  /** The current body, rendered if it is too old. */
+  get(): Promise<T> {
+    const b = this.body;
+    if (b && Date.now() - b.atMs < Math.max(MIN_REUSE_MS, REUSE_FACTOR * b.tookMs)) return Promise.resolve(b.value);
+    this.rendering ??= (async () => {
+      const t0 = Date.now();
+      try {
+        const value = await this.render();
+        this.body = { value, atMs: Date.now(), tookMs: Date.now() - t0 };
+        return value;
+      } finally {
+        this.rendering = undefined;
+      }
+    })();
+    return this.rendering;
+  }
 }
 
 /** A running admin server. */
@@ -38,38 +84,45 @@ export class AdminServer {
    * Starts listening. If the port is taken (several replicas on one host), falls back to a free port and
    * logs where it is, so a local flock still starts.
    */
-  static async start(addr: { host: string; port: number }, metrics: Metrics, probe: ReadinessProbe, log: Logger): Promise<AdminServer> {
-    const server = createServer((req, res) => {
-      void (async () => {
-        const path = (req.url ?? '/').split('?')[0];
-        if (path === '/healthz') {
-          res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-        } else if (path === '/readyz') {
-          const problems: string[] = [];
-          try {
-            await withTimeout(probe.ping(), 1000);
-          } catch (err) {
-            problems.push(`redis: ${(err as Error).message}`);
-          }
-          const age = Date.now() - probe.lastTickOkAt();
-          if (age > probe.staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
-          res
-            .writeHead(problems.length ? 503 : 200, { 'content-type': 'application/json' })
-            .end(`${JSON.stringify({ ready: problems.length === 0, problems })}\n`);
-        } else if (path === '/metrics') {
-          // Job kinds (e.g. a backup's progress gauge) and in-process user jobs register on prom-client's
-          // default registry; serve it beside the replica's own (a merged registry would drop the replica's
-          // default labels).
-          const own = await metrics.registry.metrics();
-          const jobs = await register.metrics();
-          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(jobs ? `${own}\n${jobs}` : own);
-        } else {
-          res.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics, /healthz or /readyz\n');
-        }
-      })().catch((err: Error) => {
-        if (!res.headersSent) res.writeHead(500).end(`${err.message}\n`);
-      });
+  static async start(addr: { host: string; port: number }, source: AdminSource, log: Logger): Promise<AdminServer> {
+    const metrics = new RenderCache(async () => {
+      const m = await source.metrics();
+      const body = Buffer.from(m.body);
+      return { contentType: m.contentType, body, gzipped: await gzipAsync(body) };
     });
+    let scrapes = 0;
+    const server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (path === '/healthz') {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      } else if (path === '/readyz') {
+        const r = source.readiness();
+        res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify(r)}\n`);
+      } else if (path === '/metrics') {
+        if (scrapes >= MAX_METRICS_IN_FLIGHT) {
+          res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' }).end('too many concurrent scrapes\n');
+          return;
+        }
+        scrapes++;
+        res.once('close', () => scrapes--);
+        const gzipOk = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+        metrics.get().then(
+          (m) =>
+            gzipOk
+              ? res.writeHead(200, { 'content-type': m.contentType, 'content-encoding': 'gzip', vary: 'accept-encoding' }).end(m.gzipped)
+              : res.writeHead(200, { 'content-type': m.contentType, vary: 'accept-encoding' }).end(m.body),
+          (err: Error) => {
+            if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`);
+          },
+        );
+      } else {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics, /healthz or /readyz\n');
+      }
+    });
+    server.maxConnections = MAX_CONNECTIONS;
+    server.headersTimeout = 5_000;
+    server.requestTimeout = 10_000;
+    server.keepAliveTimeout = 5_000;
     const listen = (port: number): Promise<void> =>
       new Promise((resolve, reject) => {
         server.once('error', reject);
@@ -95,20 +148,4 @@ export class AdminServer {
     this.server.closeAllConnections();
     await new Promise((r) => this.server.close(r));
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
 }

@@ -9,48 +9,42 @@ import { hostname } from 'node:os';
 import { backfill, ControlError, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
 import { DEFAULT_OPTIONS } from '../engine/options.js';
 import { RedisClock } from '../redis/clock.js';
-import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
-import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
+import { settlesWithin } from '../time/wait.js';
+import { addRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
 
-type Flags = { redis?: string; namespace: string; json?: boolean } & RedisTlsFlags;
+type Flags = RedisFlags & { json?: boolean };
 
 /** Connects, runs `fn` with a control context, and turns refusals and Redis errors into CLI errors. */
-async function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
-  const { url, tls } = await resolveRedis(o.redis, false, undefined, o);
-  const redis = connectOneShot(url, 'cronflock:cli', tls);
-  let lastError = '';
-  redis.on('error', (err: Error) => (lastError = err.message));
-  const keys = new Keyspace(o.namespace);
-  const queue = new Queue(keys.queueName, { connection: redis, prefix: keys.ns });
-  queue.on('error', () => undefined);
-  const clock = new RedisClock(redis, undefined, keys.ns); // TIME from the node that owns our slot
-  try {
-    return await fn({
-      redis,
-      keys,
-      store: new Store(redis, keys),
-      queue,
-      clock,
-      options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs },
-      by: `cli@${hostname()}`,
-    });
-  } catch (err) {
-    if (err instanceof ControlError) throw new CliError(err.message);
-    const cause = lastError && lastError !== (err as Error).message ? ` (connection: ${lastError})` : '';
-    throw new CliError(`Redis ${redactRedisUrl(url)}: ${(err as Error).message}${cause}`);
-  } finally {
-    await queue.close().catch(() => undefined);
-    redis.disconnect();
-  }
+function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
+  return withOneShotRedis(o, 'Redis', async (redis) => {
+    const keys = new Keyspace(o.namespace);
+    const queue = new Queue(keys.queueName, { connection: redis, prefix: keys.ns });
+    queue.on('error', () => undefined);
+    const clock = new RedisClock(redis, undefined, keys.ns); // TIME from the node that owns our slot
+    try {
+      return await fn({
+        redis,
+        keys,
+        store: new Store(redis, keys),
+        queue,
+        clock,
+        options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs },
+        by: `cli@${hostname()}`,
+      });
+    } catch (err) {
+      if (err instanceof ControlError) throw new CliError(err.message);
+      throw err;
+    } finally {
+      await settlesWithin(queue.close(), 2_000);
+    }
+  });
 }
 
 function common(c: Command): Command {
-  c.option('--redis <url>', 'Redis URL (default: REDIS_URL)')
-    .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
-    .option('--json', 'print JSON');
-  return addRedisTlsOptions(c);
+  addRedisOptions(c).option('--json', 'print JSON');
+  return c;
 }
 
 const print = (o: Flags, value: unknown, text: string): void => {
@@ -85,10 +79,12 @@ export function addControlCommands(program: Command): void {
     program
       .command('suspend')
       .description('suspend a schedule on every replica: its occurrences are recorded skipped until resume')
-      .argument('<schedule>', 'schedule name'),
-  ).action(async (schedule: string, o: Flags) => {
-    await withControl(o, (c) => suspend(c, schedule));
-    print(o, { suspended: schedule }, `suspended ${schedule}`);
+      .argument('<schedule>', 'schedule name')
+      .option('--note <text>', 'why (shown by `cronflock status`)'),
+  ).action(async (schedule: string, o: Flags & { note?: string }) => {
+    const s = await withControl(o, (c) => suspend(c, schedule, o.note));
+    const since = `since ${new Date(s.sinceMs).toISOString()} by ${s.by}${s.note ? `: ${s.note}` : ''}`;
+    print(o, { schedule, ...s }, s.alreadySuspended ? `${schedule} was already suspended (${since}); nothing changed` : `suspended ${schedule}`);
   });
 
   common(

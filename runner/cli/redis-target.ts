@@ -5,8 +5,10 @@
  */
 import { Option, type Command } from 'commander';
 import type { Logger } from '../log.js';
-import { parseRedisUrl, redactRedisUrl, RedisTlsError, RedisUrlError, tlsOptions, type RedisTlsFiles } from '../redis/connect.js';
+import { connectOneShot, parseRedisUrl, redactRedisUrl, RedisTlsError, RedisUrlError, tlsOptions, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
+import { explainRedisError, formatRedisProblem } from '../redis/explain.js';
 import { RedisServerMissingError, RedisServerProcess, redisServerAvailable } from '../redis/server-process.js';
+import { checkTlsEndpoint, RedisNotTlsError } from '../redis/tls-check.js';
 
 /** A Redis URL and, for a private server, how to stop it. */
 export interface RedisTarget {
@@ -24,6 +26,22 @@ export interface RedisTlsFlags {
   redisTlsInsecure?: boolean;
 }
 
+/** The flags {@link addRedisOptions} adds, as commander hands them to an action. */
+export interface RedisFlags extends RedisTlsFlags {
+  redis?: string;
+  namespace: string;
+}
+
+/**
+ * Adds `--redis <url>` (default `REDIS_URL`), `--namespace <ns>` (default `CRONFLOCK_NAMESPACE`, else
+ * `cronflock`) and the TLS flags: how every command finds its flock.
+ */
+export function addRedisOptions(c: Command, redisHelp = 'Redis URL: redis://, rediss://, redis+sentinel://, redis+cluster://'): Command {
+  c.addOption(new Option('--redis <url>', redisHelp).env('REDIS_URL'));
+  c.addOption(new Option('--namespace <ns>', 'key namespace of the flock').env('CRONFLOCK_NAMESPACE').default('cronflock'));
+  return addRedisTlsOptions(c);
+}
+
 /** Adds `--redis-tls-ca|cert|key|insecure` (defaults from `REDIS_TLS_CA_FILE`, `_CERT_FILE`, `_KEY_FILE`, `_INSECURE`). */
 export function addRedisTlsOptions(c: Command): Command {
   const env = process.env;
@@ -34,7 +52,7 @@ export function addRedisTlsOptions(c: Command): Command {
     .addOption(
       new Option('--redis-tls-insecure', 'do not verify the Redis server certificate (tests only; prefer --redis-tls-ca)').default(
         env.REDIS_TLS_INSECURE === '1' || env.REDIS_TLS_INSECURE === 'true',
-        'REDIS_TLS_INSECURE=1',
+        'off; REDIS_TLS_INSECURE=1 turns it on',
       ),
     );
 }
@@ -73,9 +91,12 @@ export async function resolveRedis(
   const tls = tlsFiles(tlsFlags);
   if (url) {
     try {
-      tlsOptions(parseRedisUrl(url), tls);
+      const endpoint = parseRedisUrl(url);
+      tlsOptions(endpoint, tls);
+      await checkTlsEndpoint(endpoint); // rediss:// to a plain server: say so in a second, not time out in 21
     } catch (err) {
       if (err instanceof RedisUrlError || err instanceof RedisTlsError) throw new CliError(err.message);
+      if (err instanceof RedisNotTlsError) throw new CliError(`${redactRedisUrl(url)}: ${err.message}`);
       throw err;
     }
     if (tls?.insecure) log?.warn({ redis: redactRedisUrl(url) }, 'Redis TLS certificate verification is OFF (--redis-tls-insecure): for tests only');
@@ -85,9 +106,30 @@ export async function resolveRedis(
   if (!redisServerAvailable()) throw new CliError(new RedisServerMissingError().message);
   const srv = await RedisServerProcess.start();
   log?.warn(
-    { redis: redactRedisUrl(srv.url), dataDir: srv.dir },
+    { redis: redactRedisUrl(srv.url), dataDir: srv.dir, pid: srv.pid },
     `no REDIS_URL or --redis: started a private redis-server on ${srv.url} for this replica only; it stops with it. ` +
       `To run several replicas, start Redis yourself and give every replica REDIS_URL.`,
   );
   return { url: srv.url, private: srv };
+}
+
+/**
+ * Connects a one-shot client (gives up within seconds) to the Redis of `flags`, runs `fn`, and disconnects.
+ * @param doing what a failure message starts with, e.g. "cannot read runs from" (the redacted URL follows).
+ * @throws CliError saying in words what went wrong with Redis and what to try; CliErrors of `fn` as they are.
+ */
+export async function withOneShotRedis<T>(flags: RedisFlags, doing: string, fn: (redis: RedisClient) => Promise<T>): Promise<T> {
+  const { url, tls } = await resolveRedis(flags.redis, false, undefined, flags);
+  const redis = connectOneShot(url, 'cronflock:cli', tls);
+  // Connection errors explain a failed command (a Cluster reports its nodes' errors apart: 'node error').
+  const connectionErrors: string[] = [];
+  for (const ev of ['error', 'node error']) redis.on(ev, (err: Error) => void (connectionErrors.length < 5 && connectionErrors.push(err.message)));
+  try {
+    return await fn(redis);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`${doing} ${redactRedisUrl(url)}: ${formatRedisProblem(explainRedisError(err, connectionErrors))}`);
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -116,14 +116,29 @@ export async function backfill(c: ControlContext, schedule: string, fromMs: numb
   return out;
 }
 
+/** What {@link suspend} found and left: the suspension in force (a new one, or the one already there). */
+export interface Suspension {
+  /** True when the schedule was suspended before this call (nothing was changed). */
+  alreadySuspended: boolean;
+  /** Redis time (ms) the suspension began, who asked, and why (`--note`). */
+  sinceMs: number;
+  by: string;
+  note?: string;
+}
+
 /**
  * Suspends a schedule on every replica at once: the claim script records each occurrence that fires while
- * suspended as skipped (suspended), until {@link resume}. Manual triggers still run. Idempotent.
+ * suspended as skipped (suspended), until {@link resume}. Manual triggers still run. Idempotent: a second call
+ * changes nothing and returns the suspension in force.
+ * @param note why, shown by `cronflock status`.
  */
-export async function suspend(c: Pick<ControlContext, 'redis' | 'keys' | 'clock' | 'by'>, schedule: string): Promise<void> {
+export async function suspend(c: Pick<ControlContext, 'redis' | 'keys' | 'clock' | 'by'>, schedule: string, note?: string): Promise<Suspension> {
   await definitionOf(c, schedule);
   await c.clock.sync();
-  await c.redis.hsetnx(c.keys.suspended, schedule, JSON.stringify({ sinceMs: c.clock.now(), by: c.by }));
+  const mine = { sinceMs: c.clock.now(), by: c.by, ...(note ? { note } : {}) };
+  if ((await c.redis.hsetnx(c.keys.suspended, schedule, JSON.stringify(mine))) === 1) return { alreadySuspended: false, ...mine };
+  const raw = await c.redis.hget(c.keys.suspended, schedule);
+  return { alreadySuspended: true, ...(raw ? (JSON.parse(raw) as Omit<Suspension, 'alreadySuspended'>) : mine) };
 }
 
 /** Result of {@link resume}. */

@@ -254,7 +254,8 @@ export class Executor {
       }
       else {
         const reason = claim.status === 'skipped' ? claim.reason : undefined;
-        this.log.info({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
+        // A run that stalled out is a final failure: logged at error, like a failed run (retries are warnings).
+        this.log[claim.status === 'stalled-out' ? 'error' : 'info']({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
         this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });
         return;
       }
@@ -351,7 +352,8 @@ export class Executor {
         this.emit({ ...base, state: 'skipped', error: skipped, endMs, recorded: true });
         return undefined;
       }
-      log.info({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
+      // A final failure is an error (a retry is a warning): a warn filter must not hide it.
+      log[outcome.ok ? 'info' : 'error']({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
       this.emit({ ...base, state: outcome.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
       return undefined;
     } finally {

@@ -10,6 +10,9 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
+import { FlockWideCache } from '../admin/flock-wide-cache.js';
+import { explainRedisError } from '../redis/explain.js';
+import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
 import { Definitions } from './definitions.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
@@ -18,6 +21,19 @@ import type { EngineSchedule } from './schedule.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
+/** Readiness: the latest answered PING (every second) may be this old. */
+const REDIS_STALE_MS = 3_000;
+/** Limits of the shutdown steps that wait on Redis (the executor's own: grace + 5 s hand-over, + this). */
+const STOP_STEP_MS = 3_000;
+
+/** The replica was asked to stop while it was starting (SIGTERM while waiting for Redis). */
+export class ReplicaStartAborted extends Error {
+  readonly code = 'REPLICA_START_ABORTED';
+  constructor() {
+    super('stopped while starting');
+    this.name = 'ReplicaStartAborted';
+  }
+}
 
 /** A running replica. Create with {@link Replica.start}. */
 export class Replica {
@@ -28,7 +44,11 @@ export class Replica {
   admin: AdminServer | undefined;
   /** The published definitions, as last read. */
   definitions!: Definitions;
-  private stopped = false;
+  private stopping: Promise<void> | undefined;
+  /** The flock-wide values the admin server serves, and the loop that reads them. */
+  private cache!: FlockWideCache;
+  /** Names of the schedules this replica runs (what the flock-wide cache reports). */
+  private names: ReadonlySet<string> = new Set();
 
   private constructor(
     readonly opts: RunnerOptions,
@@ -43,8 +63,10 @@ export class Replica {
   ) {}
 
   /**
-   * Connects, synchronises the clock, and starts planning and executing `schedules`.
-   * @throws when Redis cannot be reached for the first clock sample.
+   * Starts the admin server (at once: `/healthz` answers while Redis is unreachable), connects, synchronises
+   * the clock (waiting for Redis as long as it takes), and starts planning and executing `schedules`.
+   * @throws ReplicaStartAborted when `signal` aborts before the replica runs (everything started is closed).
+   * @throws the admin server's listen error (e.g. EACCES).
    */
   static async start(p: {
     /** Any URL form of runner/redis/url.ts: one server, Sentinel or Cluster; `rediss…` with `redisTls`. */
@@ -56,60 +78,94 @@ export class Replica {
     onRun?: (e: RunEvent) => void;
     /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
     admin?: { host: string; port: number } | null;
+    /** Aborting stops a start that is still waiting for Redis. */
+    signal?: AbortSignal;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
     const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
     const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
-    let onRedisError = (): void => undefined;
-    let lastRedisError = '';
+    const clock = new RedisClock(cmd, undefined, keys.ns);
+    const names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
+    /** The replica once it runs (readiness and the cache look at it). */
+    let r: Replica | undefined;
+    const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
+    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
+    cache.onPass = (values) => metrics.setLastSuccess(values);
+    const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
       c.on('error', (err: Error) => {
-        lastRedisError = err.message;
-        onRedisError();
+        connectionErrors.push(err.message);
+        if (connectionErrors.length > 5) connectionErrors.shift();
+        metrics.countConnectionError();
         log.debug({ err: err.message }, 'redis connection error');
       });
     }
-    const store = new Store(cmd, keys);
-    const clock = new RedisClock(cmd, undefined, keys.ns);
-    const first = await firstSync(clock, () => lastRedisError, p.redisUrl, log, cmd);
-    log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
-    const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
-    queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
-    const planner = new Planner(store, queue, keys, clock, o, log);
-    const executor = new Executor(store, keys, wrk, clock, o, log);
-    const metrics = new Metrics({ redis: cmd, keys, clock, activeRuns: () => executor.activeCount, replica: o.replica });
-    onRedisError = () => metrics.redisErrors.inc();
-    executor.onRun = (e) => {
-      metrics.onRun(e);
-      p.onRun?.(e);
+    const staleAfterMs = Math.max(5_000, o.tickMs * 10);
+    const readiness = (): { ready: boolean; problems: string[] } => {
+      const problems: string[] = [];
+      if (cache.redisAgeMs > REDIS_STALE_MS) {
+        problems.push(`redis: ${explainRedisError(new Error(cache.redisProblem ?? 'no answer'), connectionErrors).message}`);
+      }
+      if (!r) problems.push('starting: waiting for Redis');
+      else {
+        const age = Date.now() - r.planner.lastTickOkAt;
+        if (age > staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
+      }
+      return { ready: problems.length === 0, problems };
     };
-    planner.onFinal = (x) => metrics.onPlannedFinal(x);
-    executor.setSchedules(p.schedules);
-    const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
-    r.metrics = metrics;
-    const definitions = new Definitions(cmd, keys, o.replica);
-    await planner.join(p.schedules);
-    await definitions.publish(p.schedules);
-    r.definitions = definitions;
-    planner.mayPlan = (s) => definitions.isCurrent(s);
-    planner.beforeTick = () => definitions.refresh();
-    // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
-    definitions.isLive = (replica) => planner.liveReplicas?.has(replica) ?? true;
-    executor.isCurrent = (s) => definitions.isCurrent(s);
-    executor.isPublished = (name) => definitions.has(name);
-    executor.start();
-    await planner.start(p.schedules);
-    r.syncClockLoop();
-    if (p.admin) {
-      r.admin = await AdminServer.start(
-        p.admin,
-        metrics,
-        { ping: () => cmd.ping(), lastTickOkAt: () => planner.lastTickOkAt, staleAfterMs: Math.max(5_000, o.tickMs * 10) },
-        log,
-      );
+    const admin = p.admin ? await AdminServer.start(p.admin, { metrics: () => metrics.render(), readiness }, log).catch(async (err: unknown) => {
+      metrics.close();
+      for (const c of [cmd, wrk]) c.disconnect();
+      throw err;
+    }) : undefined;
+    cache.start();
+    let built: Replica | undefined;
+    try {
+      const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
+      log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
+      const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
+      queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
+      const store = new Store(cmd, keys);
+      const planner = new Planner(store, queue, keys, clock, o, log);
+      const executor = new Executor(store, keys, wrk, clock, o, log);
+      executor.onRun = (e) => {
+        metrics.onRun(e);
+        p.onRun?.(e);
+      };
+      planner.onFinal = (x) => metrics.onPlannedFinal(x);
+      executor.setSchedules(p.schedules);
+      const replica = (built = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log));
+      replica.metrics = metrics;
+      replica.admin = admin;
+      replica.cache = cache;
+      replica.names = names;
+      const definitions = new Definitions(cmd, keys, o.replica);
+      await planner.join(p.schedules);
+      await definitions.publish(p.schedules);
+      replica.definitions = definitions;
+      planner.mayPlan = (s) => definitions.isCurrent(s);
+      planner.beforeTick = () => definitions.refresh();
+      // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
+      definitions.isLive = (name) => planner.liveReplicas?.has(name) ?? true;
+      executor.isCurrent = (s) => definitions.isCurrent(s);
+      executor.isPublished = (name) => definitions.has(name);
+      if (p.signal?.aborted) throw new ReplicaStartAborted();
+      executor.start();
+      await planner.start(p.schedules);
+      r = replica;
+      replica.syncClockLoop();
+      return replica;
+    } catch (err) {
+      if (built) await built.stop(0); // bounded; stops whatever of it started
+      else {
+        await settlesWithin(cache.stop(), STOP_STEP_MS);
+        await settlesWithin(admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+        metrics.close();
+        for (const c of [cmd, wrk]) c.disconnect();
+      }
+      throw err;
     }
-    return r;
   }
 
   /**
@@ -134,7 +190,8 @@ export class Replica {
         await this.store.abandon(key, 'skipped', s ? 'schedule changed: not a due time of the new definition' : 'schedule removed', this.opts.retentionMs);
       }
     }
-    this.log.info(diff, 'schedules reloaded');
+    this.names = new Set(schedules.map((s) => s.name));
+    if (diff.added.length + diff.changed.length + diff.removed.length > 0) this.log.info(diff, 'schedules reloaded');
     return diff;
   }
 
@@ -145,7 +202,7 @@ export class Replica {
         .then((s) => this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample'))
         .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
         .finally(() => {
-          if (!this.stopped) this.syncClockLoop();
+          if (!this.stopping) this.syncClockLoop();
         });
     }, CLOCK_SYNC_MS);
     this.clockTimer.unref?.();
@@ -153,39 +210,60 @@ export class Replica {
 
   /**
    * Stops: no new plans or claims; running runs get `graceMs` to finish, then are handed over to other
-   * replicas at once. Closes the connections.
+   * replicas at once. Closes the connections. Bounded whatever Redis does: each step that waits on Redis has a
+   * time limit (a hung or unreachable Redis answers nothing), so this resolves within about
+   * `graceMs + 15 s`; what could not be handed over is re-claimed by another replica when its lease lapses.
    */
-  async stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    if (this.clockTimer) clearTimeout(this.clockTimer);
-    await this.planner.stop();
-    await this.executor.stop(graceMs);
-    await this.queue.close().catch(() => undefined);
-    await this.admin?.close();
-    for (const c of this.conns) c.disconnect();
+  stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
+    this.stopping ??= (async () => {
+      if (this.clockTimer) clearTimeout(this.clockTimer);
+      const step = async (what: string, p: Promise<unknown>, ms: number): Promise<void> => {
+        if (!(await settlesWithin(p, ms))) this.log.warn({ step: what, waitedMs: ms }, 'shutdown step did not finish in time; going on');
+      };
+      await step('planner', this.planner.stop(), STOP_STEP_MS);
+      // The executor waits graceMs for runs, then up to 5 s for the hand-overs, then for BullMQ's worker to
+      // close, which never happens while Redis is unreachable: once no run is held, give it STOP_STEP_MS more.
+      const executorStopped = this.executor.stop(graceMs);
+      const runsGone = (async (): Promise<void> => {
+        const until = Date.now() + graceMs + 5_000;
+        while (this.executor.activeCount > 0 && Date.now() < until) await sleepUnlessAborted(50);
+        if (!(await settlesWithin(executorStopped, STOP_STEP_MS))) {
+          this.log.warn({ step: 'queue worker', waitedMs: STOP_STEP_MS }, 'shutdown step did not finish in time; going on');
+        }
+      })();
+      await step('runs', Promise.race([executorStopped, runsGone]), graceMs + 5_000 + STOP_STEP_MS);
+      await step('queue', this.queue.close(), STOP_STEP_MS);
+      await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
+      await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+      this.metrics.close();
+      for (const c of this.conns) c.disconnect();
+    })();
+    return this.stopping;
   }
 }
 
 /**
  * The first clock sample. Replicas often start before Redis does (docker compose, Kubernetes): keep trying,
- * with the connection's own error in a warning every attempt (a wrong password otherwise shows only as
- * "max retries", and a Sentinel setup stays silent), until Redis answers. SIGTERM ends the wait.
+ * with what is wrong in words in a warning every attempt (a wrong password otherwise shows only as
+ * "max retries", and a Sentinel setup stays silent), until Redis answers or `signal` aborts.
+ * @throws ReplicaStartAborted when `signal` aborts.
  */
-async function firstSync(clock: RedisClock, lastError: () => string, url: string, log: Logger, conn: RedisClient): Promise<ClockSample> {
+async function firstSync(
+  clock: RedisClock,
+  connectionErrors: readonly string[],
+  url: string,
+  log: Logger,
+  conn: RedisClient,
+  signal?: AbortSignal,
+): Promise<ClockSample> {
   // Commands fail at once while disconnected (no offline queue): give the first connection a moment.
   if (conn.status !== 'ready') {
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(done, 3_000);
-      function done(): void {
-        clearTimeout(t);
-        conn.off('ready', done);
-        resolve();
-      }
-      conn.once('ready', done);
-    });
+    const ready = new AbortController();
+    conn.once('ready', () => ready.abort());
+    await sleepUnlessAborted(3_000, AbortSignal.any([ready.signal, ...(signal ? [signal] : [])]));
   }
   for (let attempt = 1; ; attempt++) {
+    if (signal?.aborted) throw new ReplicaStartAborted();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5_000);
@@ -193,14 +271,11 @@ async function firstSync(clock: RedisClock, lastError: () => string, url: string
     try {
       return await Promise.race([clock.sync(), timeout]);
     } catch (err) {
-      const cause = lastError();
-      log.warn(
-        { redis: redactRedisUrl(url), attempt, err: (err as Error).message, cause: cause || undefined },
-        'cannot reach Redis yet; retrying',
-      );
+      const problem = explainRedisError(err, connectionErrors);
+      log.warn({ redis: redactRedisUrl(url), attempt, problem: problem.message, hint: problem.hint }, `cannot reach Redis yet (${problem.message}); retrying`);
     } finally {
       clearTimeout(timer);
     }
-    await new Promise((r) => setTimeout(r, Math.min(500 * attempt, 5_000)));
+    await sleepUnlessAborted(Math.min(500 * attempt, 5_000), signal);
   }
 }

@@ -43,6 +43,9 @@ export class RedisTlsError extends Error {
  */
 const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000);
 
+/** A one-shot connection attempt gives up after this long (ioredis's default is 10 s). */
+const ONESHOT_CONNECT_TIMEOUT_MS = 2_000;
+
 /** For one-shot commands (the CLI's): the same backoff, but give up after 4 attempts (about 1 s). */
 const oneShotRetryStrategy = (times: number): number | null => (times > 4 ? null : retryStrategy(times));
 
@@ -104,6 +107,8 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
         { maxRetriesPerRequest: 1, enableAutoPipelining: true }
       : { maxRetriesPerRequest: null };
   const retry = role === 'oneshot' ? oneShotRetryStrategy : retryStrategy;
+  // A one-shot command must not wait ioredis's 10 s per attempt for a host that does not answer.
+  const connectTimeout = role === 'oneshot' ? { connectTimeout: ONESHOT_CONNECT_TIMEOUT_MS } : {};
   const auth: Pick<RedisOptions, 'username' | 'password'> = {};
   if (e.username) auth.username = e.username;
   if (e.password) auth.password = e.password;
@@ -111,7 +116,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   if (e.mode === 'cluster') {
     const { enableAutoPipelining, ...nodeRequest } = perRequest;
     const opts: ClusterOptions = {
-      redisOptions: { ...auth, ...nodeRequest, connectionName: name, ...(tls ? { tls } : {}) },
+      redisOptions: { ...auth, ...nodeRequest, ...connectTimeout, connectionName: name, ...(tls ? { tls } : {}) },
       clusterRetryStrategy: retry,
       enableOfflineQueue: true,
       enableAutoPipelining: enableAutoPipelining ?? false,
@@ -121,6 +126,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   const common: RedisOptions = {
     ...auth,
     ...perRequest,
+    ...connectTimeout,
     db: e.db,
     connectionName: name,
     retryStrategy: retry,

@@ -17,6 +17,7 @@
 import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
+import { sleepUnlessAborted } from '../time/wait.js';
 
 /** How long checkpoints outlive their last write, in ms (7 days). */
 export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
@@ -178,7 +179,7 @@ export class RedisJobCoordination implements JobCoordination {
       const held = new JobLockHeldError(name, String(out[1]), Number(out[3]), Number(out[2]));
       const left = deadline - performance.now();
       if (left <= 0) throw held;
-      await sleep(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
+      await sleepUnlessAborted(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
     }
   }
 
@@ -311,16 +312,4 @@ class HeldLock implements JobLock {
       if (!this.released && !this.ac.signal.aborted) this.scheduleRenew(true);
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -2,6 +2,12 @@
  * A `redis-server` child process on a free loopback port with its own data directory. Used by `cronflock start`
  * when no Redis URL is given (a private server for trying cronflock out), by the demo, and by the tests, which
  * need to stop, kill and restart a real server.
+ *
+ * A private server must never outlive the process that started it, and must be the last thing to stop:
+ * - it runs in its own process group, so the terminal's Ctrl-C (SIGINT to the foreground group) reaches its
+ *   parent only, which stops its replicas first and the server last;
+ * - a watchdog (`sh`, reading a pipe from the parent) sends it SIGTERM when that pipe closes, which happens
+ *   however the parent ends, SIGKILL included.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -54,9 +60,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The watchdog: blocks reading its stdin (a pipe whose write end only the parent holds) until end of file,
+ * then stops the server ($1). End of file comes when the parent exits, however it exits. SIGCONT too, so that
+ * a stopped server acts on the SIGTERM.
+ */
+const WATCHDOG_SH = 'while read -r _; do :; done; kill -TERM "$1" 2>/dev/null; kill -CONT "$1" 2>/dev/null';
+
+/** How long {@link RedisServerProcess.stop} waits for the exit after its signal before it sends SIGKILL. */
+const STOP_TIMEOUT_MS = 10_000;
+
 /** A running (or stopped) `redis-server` process. */
 export class RedisServerProcess {
   private child: ChildProcess | undefined;
+  private watchdog: ChildProcess | undefined;
   private ownsDir: boolean;
   readonly dir: string;
 
@@ -98,8 +115,10 @@ export class RedisServerProcess {
       '--protected-mode', 'yes',
       ...(this.opts.args ?? []),
     ];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Its own process group: a terminal's SIGINT must not stop Redis before the replicas that use it.
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.child = child;
+    this.startWatchdog(child);
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
     const deadline = Date.now() + 15_000;
@@ -121,13 +140,50 @@ export class RedisServerProcess {
     }
   }
 
-  /** Stops the server with `signal` (SIGTERM: graceful, AOF flushed; SIGKILL: crash) and waits for the exit. */
+  /** Starts the watchdog that stops `child` when this process ends (see {@link WATCHDOG_SH}). */
+  private startWatchdog(child: ChildProcess): void {
+    if (child.pid === undefined) return; // spawn failed; the start loop reports it
+    const dog = spawn('sh', ['-c', WATCHDOG_SH, 'cronflock-redis-watchdog', String(child.pid)], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+      detached: true, // not in the terminal's group either: a Ctrl-C must not take the watchdog away
+    });
+    dog.on('error', () => undefined); // no sh: the server is still stopped by stop() and at exit
+    // Neither the watchdog nor its pipe keeps this process alive.
+    dog.unref();
+    (dog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    this.watchdog = dog;
+    child.once('exit', () => this.stopWatchdog(dog));
+  }
+
+  private stopWatchdog(dog: ChildProcess | undefined): void {
+    if (!dog || dog.exitCode !== null || dog.signalCode !== null) return;
+    dog.kill('SIGKILL');
+  }
+
+  /**
+   * Stops the server with `signal` (SIGTERM: graceful, AOF flushed; SIGKILL: crash) and waits for the exit;
+   * sends SIGKILL when it has not exited within 10 s (a hung server must not hang its parent's shutdown).
+   */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill(signal);
+    if (signal !== 'SIGSTOP' && signal !== 'SIGKILL') child.kill('SIGCONT'); // a stopped server must see it
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     await exited;
+    clearTimeout(timer);
+  }
+
+  /**
+   * Sends SIGTERM now, without waiting: for a process that is about to exit (a forced exit, an 'exit' handler).
+   * The server still writes its AOF and exits on its own.
+   */
+  stopNow(): void {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    child.kill('SIGCONT');
   }
 
   /** Starts the server again on the same port and data directory (AOF replayed). */

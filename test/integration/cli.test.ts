@@ -2,12 +2,22 @@
  * The CLI as the README tells a user to run it, from the built package (bin/cronflock.js → dist/).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Flock, until } from '../support/flock.js';
+import { Keyspace } from '../../runner/redis/keys.js';
+import { listRuns } from '../../runner/records/runs.js';
+import { freePort } from '../../runner/redis/server-process.js';
+import { Flock, sleep, until } from '../support/flock.js';
 import { BIN, ROOT } from '../support/replica.js';
+
+/** Calls per command since the server started (INFO commandstats). */
+async function commandCalls(flock: Flock): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const m of (await flock.redisClient.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
 
 const run = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
   spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
@@ -67,6 +77,18 @@ describe('the cronflock command', () => {
     expect(r.stderr).toContain(`${bad}:3:11: schedules[0].cron:`);
   });
 
+  it("prints next due times in UTC and in the schedule's time zone", () => {
+    const r = run(['next', 'examples/schedules.yaml', '--schedule', 'ping-billing', '-n', '2', '--from', '2026-07-01T00:00:00Z', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as { dueAt: string; dueLocal: string; fireLocal: string; timeZone: string }[];
+    expect(rows[0]).toMatchObject({ dueAt: '2026-07-01T00:00:02.000Z', dueLocal: '2026-07-01T02:00:02.000+02:00', timeZone: 'Europe/Berlin' });
+    const text = run(['next', 'examples/schedules.yaml', '-n', '1', '--from', '2026-01-01T00:00:00Z']);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^SCHEDULE +DUE \(UTC\) +FIRE \(UTC\) +WINDOW END \(UTC\) +FIRE \(LOCAL\) +ZONE$/m);
+    expect(text.stdout).toMatch(/^ping-billing +2026-01-01T00:00:02\.000Z .* 2026-01-01T01:00:02\.\d{3}\+01:00 +Europe\/Berlin$/m);
+    expect(text.stdout).toMatch(/^nightly-ish +2026-01-01T00:00:30\.000Z .* 2025-12-31T19:00:30\.000-05:00 +America\/New_York$/m);
+  });
+
   it('prints next due times, fire times and window ends', () => {
     const r = run(['next', 'examples/schedules.yaml', '--schedule', 'ping-billing', '-n', '3', '--from', '2026-01-01T00:00:00Z', '--json']);
     expect(r.status, r.stderr).toBe(0);
@@ -92,9 +114,144 @@ describe('the cronflock command', () => {
     const succeeded = runs.filter((x) => x.state === 'succeeded');
     expect(new Set(succeeded.map((x) => x.key))).toEqual(got);
     expect(succeeded.every((x) => x.replica === 'cli-1')).toBe(true);
+    // --json gives a job's result as JSON, not as a string holding JSON.
+    expect((succeeded[0] as unknown as { result: unknown }).result).toEqual({ status: 200 });
     const shown = run(['runs', '--schedule', 'hello', '--show', '--redis', flock.redis.url]);
     expect(shown.status, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`${succeeded[0]!.key} (succeeded):\n  {\n    "status": 200\n  }`);
+    const table = run(['runs', '--schedule', 'hello', '--redis', flock.redis.url]);
+    expect(table.stdout).toMatch(/^DUE \(UTC\) +SCHEDULE +STATE +ORIGIN +FIRE +START +END +TOOK +LATE +REPLICA +ATT +TOKEN +REASON$/m);
+    expect(table.stdout).toMatch(/^\S+Z +hello +succeeded +schedule +\d\d:\d\d:\d\d\.\d{3} +\d\d:\d\d:\d\d\.\d{3} +\d\d:\d\d:\d\d\.\d{3} +\d+(ms|\.?\d*s) +\d+ms +cli-1 +1 +1$/m);
+  });
+
+  it('shows a re-claimed run with the lateness of the attempt that ran, its duration and its origin', async () => {
+    // The record as the claim script leaves it after a re-claim: the first attempt started 3 ms late and
+    // stalled (its replica was killed); the second started 5,466 ms after the fire time and took 1.2 s.
+    const keys = new Keyspace('reclaimed');
+    const due = Date.parse('2026-01-01T00:00:00Z');
+    const fire = due + 100;
+    const key = `nightly@${new Date(due).toISOString()}`;
+    const r = flock.redisClient;
+    await r.hset(keys.occurrence(key), {
+      key, schedule: 'nightly', state: 'succeeded', dueMs: due, fireMs: fire, manual: 0, origin: 'backfill', token: 2, attempt: 2,
+      stalls: 1, handovers: 0, refused: 0, replica: 'r2', firstStartMs: fire + 3, latenessMs: 3, startMs: fire + 5466,
+      endMs: fire + 5466 + 1200, result: '{"rows":7}',
+    });
+    await r.zadd(keys.runs('nightly'), due, key);
+    await r.sadd(keys.schedules, 'nightly');
+    const out = run(['runs', '--namespace', 'reclaimed', '--redis', flock.redis.url]);
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^2026-01-01T00:00:00\.000Z +nightly +succeeded +backfill +00:00:00\.100 +00:00:05\.566 +00:00:06\.766 +1\.2s +5\.47s +r2 +2 +2$/m);
+    const json = JSON.parse(run(['runs', '--namespace', 'reclaimed', '--json', '--redis', flock.redis.url]).stdout) as { result: unknown; origin: string }[];
+    expect(json[0]).toMatchObject({ result: { rows: 7 }, origin: 'backfill', startMs: fire + 5466, latenessMs: 3 });
+  });
+
+  it('`status` shows live replicas, schedules (suspension with its note, next fire, last result, overdue) and the backlog', async () => {
+    const ns = 'status-test';
+    // good runs inside the replica: an http job would wait for this test process, blocked in spawnSync.
+    const noop = join(flock.dir, 'noop.mjs');
+    writeFileSync(noop, 'export default { run() { return { ok: true }; } };\n');
+    const file = flock.writeSchedules(
+      `schedules:
+  - { name: good, cron: "* * * * * *", job: { kind: module, path: ${noop}, isolation: none } }
+  - { name: bad, cron: "* * * * * *", job: { kind: http, url: "http://127.0.0.1:9/nothing" } }
+  - { name: quiet, cron: "0 0 1 1 *", timeZone: Europe/Berlin, job: { kind: http, url: ${flock.receiver.url}/quiet } }
+`,
+      'status.yaml',
+    );
+    const rs = [await flock.startReplica({ name: 'st-1', schedules: file, namespace: ns }), await flock.startReplica({ name: 'st-2', schedules: file, namespace: ns })];
+    try {
+      const goodRuns = () => listRuns(flock.redisClient, new Keyspace(ns), { schedule: 'good' });
+      await until(async () => (await goodRuns()).some((x) => x.state === 'succeeded'), 15_000, 'good runs');
+      await sleep(1500); // and a failure of bad recorded
+      const redis = ['--namespace', ns, '--redis', flock.redis.url];
+      const s1 = run(['suspend', 'quiet', '--note', 'maintenance window', ...redis]);
+      expect(s1.status, s1.stderr).toBe(0);
+      expect(s1.stdout).toBe('suspended quiet\n');
+      const s2 = run(['suspend', 'quiet', ...redis]);
+      expect(s2.status, s2.stderr).toBe(0);
+      expect(s2.stdout).toMatch(/^quiet was already suspended \(since \S+Z by cli@\S+: maintenance window\); nothing changed$/m);
+
+      const text = run(['status', ...redis]);
+      expect(text.status, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(/^replicas: 2 live$/m);
+      expect(text.stdout).toMatch(/^ {2}st-1 +\d/m);
+      expect(text.stdout).toMatch(/^ {2}st-2 +\d/m);
+      expect(text.stdout).toMatch(/^schedules: 3 published, 1 suspended$/m);
+      expect(text.stdout).toMatch(/^ {2}SCHEDULE +CRON +ZONE +NEXT FIRE \(UTC\) +LAST RESULT +LAST SUCCESS +OVERDUE +SUSPENDED$/m);
+      expect(text.stdout).toMatch(/^ {2}good +\* \* \* \* \* \* +UTC +\S+Z +succeeded \(\S+ ago\) +\S+ ago +0 +no$/m);
+      expect(text.stdout).toMatch(/^ {2}bad +.* +failed: job failed: request failed.* ago\) +- +0 +no$/m);
+      expect(text.stdout).toMatch(/^ {2}quiet +0 0 1 1 \* +Europe\/Berlin +20\d\d-12-31T23:00:00Z +- +- +0 +yes, \S+ ago by cli@\S+: maintenance window$/m);
+      expect(text.stdout).toMatch(/^backlog: \d+ planned and not yet claimed, 0 of them overdue/m);
+
+      const json = JSON.parse(run(['status', '--json', ...redis]).stdout) as {
+        replicas: { name: string }[];
+        schedules: { total: number; suspended: number; shown: { name: string; suspended?: { note?: string }; last?: { state: string }; overdue: number }[] };
+        backlog: { pending: number; overdue: number; queue: { waiting: number; delayed: number; active: number } };
+      };
+      expect(json.replicas.map((x) => x.name).sort()).toEqual(['st-1', 'st-2']);
+      expect(json.schedules).toMatchObject({ total: 3, suspended: 1 });
+      const byName = new Map(json.schedules.shown.map((x) => [x.name, x]));
+      expect(byName.get('quiet')?.suspended?.note).toBe('maintenance window');
+      expect(byName.get('good')?.last?.state).toBe('succeeded');
+      expect(byName.get('bad')?.last?.state).toBe('failed');
+      expect(json.backlog.queue).toEqual({ waiting: expect.any(Number), delayed: expect.any(Number), active: expect.any(Number) });
+
+      // Few at a time: the suspended one first, and it says how to see the others.
+      const one = run(['status', '--limit', '1', ...redis]);
+      expect(one.stdout).toMatch(/^ {2}quiet /m);
+      expect(one.stdout).not.toMatch(/^ {2}good /m);
+      expect(one.stdout).toContain('(1 of 3 shown: suspended and overdue first; --limit <n> or --schedule <name> for others)');
+      const unknown = run(['status', '--schedule', 'nope', ...redis]);
+      expect(unknown.stdout).toContain('nope: no replica publishes a schedule of this name');
+
+      // An occurrence nobody claims is overdue: stop the replicas; good's planned occurrences pass their fire time.
+      await Promise.all(rs.map((x) => x.stop()));
+      const keys = new Keyspace(ns);
+      const stale = `good@${new Date(Date.now() - 60_000).toISOString()}`;
+      await flock.redisClient.zadd(keys.pending, Date.now() - 60_000, stale);
+      const after = JSON.parse(run(['status', '--json', ...redis]).stdout) as typeof json;
+      expect(after.replicas).toEqual([]);
+      expect(after.backlog.overdue).toBeGreaterThanOrEqual(1);
+      expect(after.schedules.shown.find((x) => x.name === 'good')?.overdue).toBeGreaterThanOrEqual(1);
+      const afterText = run(['status', ...redis]).stdout;
+      expect(afterText).toMatch(/^replicas: 0 live$/m);
+      expect(afterText).toMatch(/^ {2}good +.* +[1-9]\d* +no$/m);
+    } finally {
+      await Promise.all(rs.map((x) => x.stop()));
+    }
+  });
+
+  it('`status` stays fast with 100,000 schedules: a bounded number of small Redis commands', async () => {
+    const keys = new Keyspace('huge');
+    const r = flock.redisClient;
+    const N = 100_000;
+    for (let i = 0; i < N; i += 10_000) {
+      const defs: string[] = [];
+      const oks: string[] = [];
+      for (let j = i; j < i + 10_000; j++) {
+        defs.push(`s-${j}`, JSON.stringify({ cron: '0 3 * * *', timeZone: 'UTC', jitterMs: 0, startingDeadlineMs: null, concurrencyPolicy: 'Allow', onResume: 'skip', definitionHash: 'h', replica: 'gone', loadedAtMs: 0 }));
+        oks.push(`s-${j}`, String(Date.now()));
+      }
+      await r.hset(keys.definitions, ...defs);
+      await r.hset(keys.lastSuccess, ...oks);
+    }
+    await r.hset(keys.suspended, 's-77777', JSON.stringify({ sinceMs: Date.now(), by: 'test', note: 'why not' }));
+    const before = await commandCalls(flock);
+    const t0 = Date.now();
+    const out = run(['status', '--namespace', 'huge', '--redis', flock.redis.url]);
+    const tookMs = Date.now() - t0;
+    const after = await commandCalls(flock);
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^schedules: 100000 published, 1 suspended$/m);
+    expect(out.stdout).toMatch(/^ {2}s-77777 .* yes, .*: why not$/m);
+    expect(out.stdout).toContain('(50 of 100000 shown');
+    expect(tookMs).toBeLessThan(15_000); // a process start and a few round trips; generous for a loaded machine
+    let total = 0;
+    for (const [cmd, n] of after) total += n - (before.get(cmd) ?? 0);
+    expect(total).toBeLessThan(200); // not one per schedule
+    // No whole-hash read: this namespace has no run records, so not even a record's HGETALL.
+    for (const whole of ['hgetall', 'hkeys', 'hvals']) expect((after.get(whole) ?? 0) - (before.get(whole) ?? 0), whole).toBe(0);
   });
 
   it('starts a private redis-server when no Redis is given, and says so', async () => {
@@ -150,8 +307,74 @@ describe('the cronflock command', () => {
     expect(exited).toBe(true);
   });
 
+  it('says what is wrong on bad input in one line and exits 2; help lists the environment and defaults', () => {
+    for (const args of [['runs', '--limit', 'x'], ['start'], ['bogus'], ['status', '--bogus'], ['next', 'examples/', '-n', '0']]) {
+      const r = run(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n').length, r.stderr).toBeLessThanOrEqual(2);
+      expect(r.stderr).not.toContain('Options:');
+    }
+    expect(run(['runs', '--limit', 'x']).stderr).toMatch(/argument 'x' is invalid\. must be a whole number ≥ 1\n\(add --help for usage\)/);
+    const help = run(['--help']);
+    expect(help.status).toBe(0);
+    for (const v of ['REDIS_URL', 'REDIS_TLS_CA_FILE', 'CRONFLOCK_NAMESPACE', 'CRONFLOCK_REPLICA', 'CRONFLOCK_ADMIN', 'CRONFLOCK_LOG_LEVEL', 'Exit codes']) {
+      expect(help.stdout).toContain(v);
+    }
+    const start = run(['start', '--help']).stdout.replace(/\s+/g, ' '); // help text wraps at 80 columns
+    for (const t of ['(default 4s)', '(default 10s)', '(default 1h)', '(default 200)', 'env: CRONFLOCK_ADMIN', 'env: REDIS_URL', 'env: CRONFLOCK_NAMESPACE', 'default: "cronflock"']) {
+      expect(start).toContain(t);
+    }
+    expect(run(['--version']).stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
+  it('runs from the TypeScript sources too (package.json found from either place)', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'runner/cli/main.ts', '--version'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it('explains an unreachable Redis in words with a hint, without the client internals', async () => {
+    const port = await freePort();
+    for (const cmd of ['runs', 'status', 'suspend x']) {
+      const r = run([...cmd.split(' '), '--redis', `redis://127.0.0.1:${port}`]);
+      expect(r.status, cmd).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`^cronflock: .*redis://127\\.0\\.0\\.1:${port}: nothing accepts connections there \\(connection refused\\)\n  hint: is Redis running`));
+      expect(r.stderr).not.toMatch(/maxRetriesPerRequest|max retries|enableOfflineQueue|Stream isn't writeable/);
+    }
+  });
+
+  it('says "is the server TLS?" within seconds when rediss:// names a plain Redis', () => {
+    const tls = flock.redis.url.replace('redis://', 'rediss://');
+    for (const args of [['runs', '--redis', tls], ['start', 'examples/schedules.yaml', '--redis', tls, '--admin', 'off']]) {
+      const t0 = Date.now();
+      const r = run(args);
+      expect(Date.now() - t0, args[0]).toBeLessThan(8_000); // a process start and ~1 s; it was ~21 s
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('TLS handshake failed — is the server TLS?');
+      expect(r.stderr).toMatch(/use redis:\/\//);
+    }
+  });
+
+  it('logs a final failure at error and a retry at warn, so a warn filter keeps both', async () => {
+    const file = flock.writeSchedules(
+      `schedules:\n  - { name: flaky, cron: "* * * * * *", retries: 1, retryBackoff: 100ms, job: { kind: http, url: "http://127.0.0.1:9/x", timeout: 1s } }\n`,
+      'flaky.yaml',
+    );
+    const r = await flock.startReplica({ name: 'levels', schedules: file, namespace: 'levels' });
+    try {
+      const retry = await r.waitForLog((l) => l.msg === 'run failed; retrying', 15_000, 'a retry');
+      const final = await r.waitForLog((l) => l.msg === 'run finished' && l.state === 'failed', 15_000, 'a final failure');
+      expect(retry.level).toBe(40);
+      expect(final.level).toBe(50);
+    } finally {
+      await r.stop();
+    }
+  });
+
   it('runs the demo flock the README starts with `npm start`', () => {
-    const r = spawnSync('npm', ['start', '--', '--seconds', '12'], { cwd: ROOT, encoding: 'utf8', timeout: 90_000 });
+    const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_DEMO_PORT: '0' };
+    delete env.REDIS_URL;
+    const r = spawnSync('npm', ['start', '--', '--seconds', '12'], { cwd: ROOT, env, encoding: 'utf8', timeout: 90_000 });
     expect(r.status, r.stderr).toBe(0);
     const started = r.stdout.split('\n').filter((l) => / due \d\d:\d\d:\d\d\.\d{3} {2}fire \d\d:\d\d:\d\d\.\d{3} {2}start /.test(l));
     expect(started.length).toBeGreaterThanOrEqual(3);

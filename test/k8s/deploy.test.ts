@@ -136,7 +136,7 @@ describe('k8s/deploy', () => {
         expect(find(objs(), 'Deployment', 'cronflock').spec.template.spec.serviceAccountName).toBe('cronflock');
       });
 
-      it('lets the replicas reach only DNS, Redis, the API server and their job targets', () => {
+      it('lets the replicas reach only DNS, Redis, the API server and their job targets, and only monitoring reach them', () => {
         const np = find(objs(), 'NetworkPolicy');
         const d = find(objs(), 'Deployment', 'cronflock');
         expect(matches(np.spec.podSelector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
@@ -169,7 +169,11 @@ describe('k8s/deploy', () => {
           }
         }
         expect(ports).toEqual(expected.sort((a, b) => a - b));
-        expect(np.spec.ingress).toEqual([{ ports: [{ protocol: 'TCP', port: 9464 }] }]);
+        // The admin port only from the monitoring namespace, never from anywhere: a rule without `from` admits
+        // every source.
+        expect(np.spec.ingress).toEqual([
+          { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 9464 }] },
+        ]);
       });
 
       it('passes a server-side dry-run apply of every object, and Pod Security "restricted" for every pod template', async () => {

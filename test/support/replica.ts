@@ -9,6 +9,8 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = `${ROOT}bin/cronflock.js`;
 const SKEW = fileURLToPath(new URL('./skew-clock.mjs', import.meta.url));
 
+const ADMIN_LISTENING = 'admin server listening (/metrics, /healthz, /readyz)';
+
 /** A parsed log line of a replica. */
 export type LogLine = Record<string, unknown> & { msg?: string; replica?: string };
 
@@ -22,6 +24,12 @@ export interface ReplicaProcessOptions {
   /** Host clock offset to simulate (ms). */
   clockOffsetMs?: number;
   namespace?: string;
+  /** What start() waits for: the replica running (default), its admin server listening, or nothing. */
+  waitFor?: 'running' | 'admin' | 'nothing';
+  /** How long start() waits (default 30 s). */
+  startTimeoutMs?: number;
+  /** Extra environment variables. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A running replica process. */
@@ -52,9 +60,9 @@ export class ReplicaProcess {
     this.exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
   }
 
-  /** Spawns `cronflock start` and waits until it logs "replica running". */
+  /** Spawns `cronflock start` and waits until it logs "replica running" (see {@link ReplicaProcessOptions.waitFor}). */
   static async start(o: ReplicaProcessOptions): Promise<ReplicaProcess> {
-    const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_LOG_LEVEL: 'info', ...o.env };
     delete env.REDIS_URL;
     const nodeArgs: string[] = [];
     if (o.clockOffsetMs) {
@@ -65,7 +73,9 @@ export class ReplicaProcess {
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProcess(o.name, child);
-    await r.waitForLog((l) => l.msg === 'replica running', 30_000, 'replica start');
+    const waitFor = o.waitFor ?? 'running';
+    if (waitFor === 'running') await r.waitForLog((l) => l.msg === 'replica running', o.startTimeoutMs ?? 30_000, 'replica start');
+    if (waitFor === 'admin') await r.waitForLog((l) => l.msg === ADMIN_LISTENING, o.startTimeoutMs ?? 30_000, 'admin server');
     return r;
   }
 
@@ -75,7 +85,7 @@ export class ReplicaProcess {
 
   /** Base URL (http://host:port) of the replica's admin server, from its log. */
   get adminUrl(): string {
-    const l = this.lines.find((x) => x.msg === 'admin server listening (/metrics, /healthz, /readyz)');
+    const l = this.lines.find((x) => x.msg === ADMIN_LISTENING);
     if (!l) throw new Error(`replica ${this.name} has no admin server`);
     return String(l.admin);
   }

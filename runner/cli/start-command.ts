@@ -1,0 +1,232 @@
+/**
+ * `cronflock start <path>`: one replica of the flock, with reload on file changes and SIGHUP, and a shutdown
+ * that ends whatever Redis does:
+ *
+ * - SIGINT or SIGTERM (or, for a replica started with an IPC channel, its parent going away): no new claims;
+ *   running runs get `--grace`, then are handed over; the connections close; a private redis-server stops
+ *   last. Every step that waits on Redis has a time limit (replica.ts), and the whole stop has one too:
+ *   `--grace` + {@link STOP_LIMIT_MARGIN_MS}, after which the process exits with code 1.
+ * - A second signal (at least a second after the first: stop-signals.ts) exits at once, with 130 (SIGINT) or
+ *   143 (SIGTERM).
+ * - A private redis-server never outlives the process: it is stopped on every exit path, and its watchdog
+ *   stops it after a SIGKILL (server-process.ts).
+ */
+import { Option, type Command } from 'commander';
+import { basename, dirname } from 'node:path';
+import { statSync, watch } from 'node:fs';
+import { loadSchedules, type LoadResult } from '../config/load.js';
+import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { Replica, ReplicaStartAborted } from '../engine/replica.js';
+import { parseListenAddress } from '../admin/server.js';
+import { createLogger } from '../log.js';
+import { redactRedisUrl } from '../redis/connect.js';
+import { formatDurationMs } from '../time/duration.js';
+import { settlesWithin } from '../time/wait.js';
+import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
+import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
+import { onStopSignals, signalExitCode } from './stop-signals.js';
+
+/** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
+export const STOP_LIMIT_MARGIN_MS = 25_000;
+
+/** Option names as users type them: `lockMs` → `--lock`. */
+const FLAGS: Record<string, string> = {
+  lockMs: '--lock',
+  stalledIntervalMs: '--stalled-interval',
+  shutdownGraceMs: '--grace',
+  horizonMs: '--horizon',
+  retentionMs: '--retention',
+  lookaheadMs: '--lookahead',
+  tickMs: '--tick',
+  maxStalls: '--max-stalls',
+  concurrency: '--concurrency',
+  prefetchMs: 'prefetch',
+  replica: '--replica',
+  namespace: '--namespace',
+};
+
+/** Replaces option names in a message with the flags users type. */
+export function flagNames(message: string): string {
+  return message.replace(new RegExp(`\\b(${Object.keys(FLAGS).join('|')})\\b`, 'g'), (m) => FLAGS[m] ?? m);
+}
+
+const d = (ms: number): string => formatDurationMs(ms);
+
+/** Prints refused files' errors to stderr; returns the number of refused files. */
+export function reportLoad(res: LoadResult, verbose: boolean): number {
+  for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
+  if (verbose) for (const f of res.files) process.stdout.write(`${f.ok ? 'ok     ' : 'REFUSED'} ${f.file} (${f.scheduleCount} schedules)\n`);
+  return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
+}
+
+/**
+ * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
+ * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
+ * seen.
+ */
+function watchSchedules(path: string, onChange: () => void): void {
+  let dir = path;
+  let only: string | undefined;
+  try {
+    if (!statSync(path).isDirectory()) {
+      dir = dirname(path);
+      only = basename(path);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    watch(dir, (_event, file) => {
+      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
+      // beside them must not make every replica re-read and re-publish thousands of schedules.
+      const name = file === null ? undefined : String(file);
+      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(onChange, 300);
+    }).unref();
+  } catch {
+    /* a path that cannot be watched still reloads on SIGHUP */
+  }
+}
+
+/** Adds `start` to the program. */
+export function addStartCommand(program: Command): void {
+  const c = program
+    .command('start')
+    .description('run one replica of the flock on the schedules at <path>')
+    .argument('<path>', 'schedule file or directory');
+  addRedisOptions(c, 'Redis URL (without it and REDIS_URL: a private redis-server for this replica only)');
+  c.addOption(new Option('--replica <name>', 'name of this replica (default: host-pid-random)').env('CRONFLOCK_REPLICA'))
+    .addOption(new Option('--lock <duration>', `claim lease; failover takes about lock + lock/2 (default ${d(DEFAULT_OPTIONS.lockMs)})`).argParser(durationArg))
+    .addOption(new Option('--stalled-interval <duration>', 'stall check period (default: lock/2)').argParser(durationArg))
+    .addOption(new Option('--grace <duration>', `on SIGTERM, time for running runs to finish before hand-over (default ${d(DEFAULT_OPTIONS.shutdownGraceMs)})`).argParser(durationArg))
+    .addOption(new Option('--horizon <duration>', `how far back occurrences are accounted for (default ${d(DEFAULT_OPTIONS.horizonMs)})`).argParser(durationArg))
+    .addOption(new Option('--retention <duration>', `how long run records are kept (default ${d(DEFAULT_OPTIONS.retentionMs)})`).argParser(durationArg))
+    .addOption(new Option('--lookahead <duration>', `how far ahead occurrences are planned (default ${d(DEFAULT_OPTIONS.lookaheadMs)})`).argParser(durationArg))
+    .addOption(new Option('--tick <duration>', `planner period (default ${d(DEFAULT_OPTIONS.tickMs)})`).argParser(durationArg))
+    .addOption(new Option('--max-stalls <n>', `re-claims after stalls before an occurrence fails (default ${DEFAULT_OPTIONS.maxStalls})`).argParser(nonNegativeIntArg))
+    .addOption(new Option('--concurrency <n>', `runs held at once by this replica (default ${DEFAULT_OPTIONS.concurrency})`).argParser(positiveIntArg))
+    .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
+    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
+    .action(start);
+}
+
+async function start(path: string, o: Record<string, unknown> & RedisFlags): Promise<void> {
+  const user: Partial<RunnerOptions> = { namespace: o.namespace };
+  if (o.replica) user.replica = o.replica as string;
+  const map: [string, keyof RunnerOptions][] = [
+    ['lock', 'lockMs'],
+    ['stalledInterval', 'stalledIntervalMs'],
+    ['grace', 'shutdownGraceMs'],
+    ['horizon', 'horizonMs'],
+    ['retention', 'retentionMs'],
+    ['lookahead', 'lookaheadMs'],
+    ['tick', 'tickMs'],
+    ['maxStalls', 'maxStalls'],
+    ['concurrency', 'concurrency'],
+  ];
+  for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
+  let options: RunnerOptions;
+  try {
+    options = compileOptions(user);
+  } catch (err) {
+    if (err instanceof OptionsError) throw new CliError(flagNames(err.message));
+    throw err;
+  }
+  let admin: { host: string; port: number } | null = null;
+  try {
+    admin = o.admin === 'off' ? null : parseListenAddress(String(o.admin));
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  const log = createLogger({ replica: options.replica });
+  const res = await loadSchedules(path);
+  if (reportLoad(res, false) > 0) {
+    for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    if (res.schedules.length === 0) throw new CliError(`no valid schedules in ${path}; nothing to run`);
+    log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
+  }
+
+  // From here on a stop request is honoured at every point: what has been started stops, in reverse order.
+  const aborted = new AbortController();
+  let target: RedisTarget | undefined;
+  let replica: Replica | undefined;
+  process.on('exit', () => target?.private?.stopNow()); // never leave a private server behind
+  const starting = (async (): Promise<void> => {
+    target = await resolveRedis(o.redis, true, log, o);
+    if (aborted.signal.aborted) return;
+    log.info(
+      { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
+      `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
+    );
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+  })();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (why: string): Promise<void> => (stopping ??= stopNow(why));
+  const stopNow = async (why: string): Promise<void> => {
+    log.info({ why, graceMs: options.shutdownGraceMs }, 'stopping: no new claims; running runs finish or are handed over');
+    aborted.abort();
+    const limitMs = options.shutdownGraceMs + STOP_LIMIT_MARGIN_MS;
+    setTimeout(() => {
+      log.error({ limitMs }, 'stopping took too long; exiting now (runs not handed over are re-claimed when their lease lapses)');
+      target?.private?.stopNow();
+      process.exit(1);
+    }, limitMs).unref();
+    // A start still waiting on Redis ends at once (aborted); one stuck on a hung Redis is not waited for long.
+    await settlesWithin(starting, 5_000);
+    await replica?.stop();
+    await target?.private?.cleanup();
+    log.info('stopped');
+    process.exit(0);
+  };
+  onStopSignals({
+    stop: (signal) => void stop(signal),
+    force: (signal) => {
+      log.warn({ signal }, 'second signal: exiting now');
+      target?.private?.stopNow();
+      process.exit(signalExitCode(signal));
+    },
+  });
+  // Started by a supervisor with an IPC channel (the demo does this): stop when it goes away, however it ends.
+  if (process.channel) {
+    process.channel.unref();
+    process.once('disconnect', () => void stop('parent process exited'));
+  }
+
+  try {
+    await starting;
+  } catch (err) {
+    if (err instanceof ReplicaStartAborted) return; // the stop in progress exits
+    await target?.private?.cleanup();
+    throw err instanceof CliError ? err : new CliError((err as Error).message);
+  }
+  if (!replica) return; // stopped while starting
+  const running = replica;
+  log.info('replica running');
+
+  // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
+  // never stops what works; the errors are logged with their positions.
+  let current = res.schedules;
+  let reloading: Promise<void> = Promise.resolve();
+  const reload = (why: string): Promise<void> =>
+    (reloading = reloading
+      .then(async () => {
+        const next = await loadSchedules(path);
+        for (const e of next.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
+        const refused = next.files.filter((f) => !f.ok).map((f) => f.file);
+        const refusedSet = new Set(refused);
+        const names = new Set(next.schedules.map((s) => s.name));
+        const kept = current.filter((s) => refusedSet.has(s.source.file) && !names.has(s.name));
+        const schedules = [...next.schedules, ...kept];
+        if (schedules.length === 0) {
+          log.error({ why }, 'reload found no valid schedules; keeping the running ones');
+          return;
+        }
+        current = schedules;
+        const diff = await running.reload(schedules); // logs 'schedules reloaded' when something changed
+        const changed = diff.added.length + diff.changed.length + diff.removed.length > 0;
+        if (refused.length > 0) log.warn({ why, refused }, `reload: ${refused.length} file(s) refused; their running versions go on`);
+        else if (!changed) log.info({ why }, 'schedule files re-read; nothing changed');
+      })
+      .catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules')));
+  if (o.watch !== false) watchSchedules(path, () => void reload('file changed'));
+  process.on('SIGHUP', () => void reload('SIGHUP'));
+}

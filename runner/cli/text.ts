@@ -1,0 +1,32 @@
+/**
+ * Text output of the CLI for a person: aligned tables, times and spans.
+ */
+
+/** `ms` as ISO 8601 UTC, or `-`. */
+export const iso = (ms: number | undefined | null): string => (ms === undefined || ms === null ? '-' : new Date(ms).toISOString());
+
+/** A span for a person: `850ms`, `5.47s`, `2m03s`, `3h05m`, `2d04h`; negative spans keep their sign. */
+export function formatSpanMs(ms: number): string {
+  const sign = ms < 0 ? '-' : '';
+  const a = Math.abs(Math.round(ms));
+  const two = (n: number): string => String(n).padStart(2, '0');
+  if (a < 1_000) return `${sign}${a}ms`;
+  if (a < 60_000) return `${sign}${Number((a / 1000).toFixed(a < 10_000 ? 2 : 1))}s`;
+  if (a < 3_600_000) return `${sign}${Math.floor(a / 60_000)}m${two(Math.floor(a / 1000) % 60)}s`;
+  if (a < 86_400_000) return `${sign}${Math.floor(a / 3_600_000)}h${two(Math.floor(a / 60_000) % 60)}m`;
+  return `${sign}${Math.floor(a / 86_400_000)}d${two(Math.floor(a / 3_600_000) % 24)}h`;
+}
+
+/**
+ * An aligned table: columns as wide as their widest cell, two spaces apart, the last column unpadded.
+ * @param o.right indexes of columns aligned right (numbers).
+ */
+export function table(head: readonly string[], rows: readonly (readonly string[])[], o: { right?: readonly number[] } = {}): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : o.right?.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[head, ...rows].map(line).join('\n')}\n`;
+}
