@@ -1,12 +1,13 @@
 /**
  * Prometheus metrics of a replica (prom-client). Counters count what THIS replica decided or ran; sum them
  * over replicas for the flock. Gauges read from Redis at scrape time are flock-wide (last success per
- * schedule). Names follow Prometheus conventions: `_total` counters, base units (seconds).
+ * schedule, backfill backlog). Names follow Prometheus conventions: `_total` counters, base units (seconds).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
+import { backfillCounts } from '../records/backfill.js';
 
-/** How long a scrape waits for the flock-wide last-success times from Redis. */
-const LAST_SUCCESS_READ_TIMEOUT_MS = 1_000;
+/** How long a scrape waits for each flock-wide read from Redis (last-success times, backfill backlog). */
+const FLOCK_READ_TIMEOUT_MS = 1_000;
 import type { RunEvent } from '../engine/executor.js';
 import type { PlannedOccurrence } from '../redis/store.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -79,14 +80,25 @@ export class Metrics {
       async collect() {
         // A scrape must answer while Redis hangs (that is when cronflock_redis_errors_total matters): give the
         // read a second, then serve the other metrics and keep the last values of this one.
-        let timer: NodeJS.Timeout | undefined;
-        const all = await Promise.race([
-          o.redis.hgetall(o.keys.lastSuccess).catch(() => null),
-          new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), LAST_SUCCESS_READ_TIMEOUT_MS))),
-        ]).finally(() => clearTimeout(timer));
+        const all = await readWithin(o.redis.hgetall(o.keys.lastSuccess));
         if (all === null) return;
         this.reset();
         for (const [schedule, ms] of Object.entries(all)) this.set({ schedule }, Number(ms) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'cronflock_backfill_occurrences',
+      help: 'Backfill occurrences not yet final, flock-wide, by schedule and state (waiting: for admission, or paused by a suspension; admitted: queued on the backlog lane or running)',
+      labelNames: ['schedule', 'state'],
+      registers: [r],
+      async collect() {
+        const counts = await readWithin(backfillCounts(o.redis, o.keys));
+        if (counts === null) return;
+        this.reset();
+        for (const [schedule, c] of counts) {
+          this.set({ schedule, state: 'waiting' }, c.waiting);
+          this.set({ schedule, state: 'admitted' }, c.admitted);
+        }
       },
     });
   }
@@ -119,6 +131,18 @@ export class Metrics {
   onPlannedFinal(o: PlannedOccurrence): void {
     this.notRun.inc({ schedule: o.schedule, state: o.disposition, reason: reasonLabel(o.reason) });
   }
+}
+
+/**
+ * A flock-wide read from Redis for a scrape or a probe: its value, or null when it fails or takes longer than
+ * `timeoutMs` (a scrape must answer while Redis hangs).
+ */
+export async function readWithin<T>(read: Promise<T>, timeoutMs = FLOCK_READ_TIMEOUT_MS): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    read.catch(() => null),
+    new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** A bounded label value: the reason without the occurrence keys some reasons name. */

@@ -2,6 +2,11 @@
  * The admin HTTP server of a replica: `/metrics` (Prometheus), `/healthz` (the process is alive) and
  * `/readyz` (Redis answers and the planner completed a tick recently: the replica is doing its share).
  * Binds 127.0.0.1 by default: metrics name schedules, and nothing here needs to be public.
+ *
+ * `/readyz` also shows the flock's backfill backlog, for information: a backlog never makes a replica
+ * unready. It is work an operator asked for, it runs in a lane of its own beside live occurrences, and
+ * taking replicas out of service (or stalling a rollout) would only slow it down; watch it with the
+ * `cronflock_backfill_occurrences` gauge and live lateness with `cronflock_start_lateness_seconds`.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +22,8 @@ export interface ReadinessProbe {
   lastTickOkAt(): number;
   /** A tick older than this makes the replica not ready. */
   staleAfterMs: number;
+  /** Backfill occurrences flock-wide (information only, see the module comment); null when unreadable. */
+  backfill?: () => Promise<{ waiting: number; admitted: number } | null>;
 }
 
 /** Parses `host:port` (port 0: any free port). @throws Error with a hint when malformed. */
@@ -53,9 +60,10 @@ export class AdminServer {
           }
           const age = Date.now() - probe.lastTickOkAt();
           if (age > probe.staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
+          const backfill = (await probe.backfill?.()) ?? undefined;
           res
             .writeHead(problems.length ? 503 : 200, { 'content-type': 'application/json' })
-            .end(`${JSON.stringify({ ready: problems.length === 0, problems })}\n`);
+            .end(`${JSON.stringify({ ready: problems.length === 0, problems, ...(backfill ? { backfill } : {}) })}\n`);
         } else if (path === '/metrics') {
           // Job kinds (e.g. a backup's progress gauge) and in-process user jobs register on prom-client's
           // default registry; serve it beside the replica's own (a merged registry would drop the replica's

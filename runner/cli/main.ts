@@ -189,7 +189,13 @@ program
   .addOption(new Option('--lookahead <duration>', 'how far ahead occurrences are planned').argParser(durationArg))
   .addOption(new Option('--tick <duration>', 'planner period').argParser(durationArg))
   .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(nonNegativeIntArg))
-  .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveIntArg))
+  .addOption(new Option('--concurrency <n>', 'live occurrences held at once by this replica').argParser(positiveIntArg))
+  .addOption(
+    new Option('--backlog-concurrency <n>', 'runs of triggers, resume runs, catch-up runs and backfill held at once by this replica').argParser(
+      positiveIntArg,
+    ),
+  )
+  .addOption(new Option('--backfill-concurrency <n>', 'backfill occurrences running at once across the whole flock').argParser(positiveIntArg))
   .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
   .option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here', process.env.CRONFLOCK_ADMIN ?? '127.0.0.1:9464')
   .action(async (path: string, o: Record<string, unknown>) => {
@@ -205,6 +211,8 @@ program
       ['tick', 'tickMs'],
       ['maxStalls', 'maxStalls'],
       ['concurrency', 'concurrency'],
+      ['backlogConcurrency', 'backlogConcurrency'],
+      ['backfillConcurrency', 'backfillConcurrency'],
     ];
     for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
     let options: RunnerOptions;
@@ -308,11 +316,13 @@ function flagNames(message: string): string {
     tickMs: '--tick',
     maxStalls: '--max-stalls',
     concurrency: '--concurrency',
+    backlogConcurrency: '--backlog-concurrency',
+    backfillConcurrency: '--backfill-concurrency',
     prefetchMs: 'prefetch',
     replica: '--replica',
     namespace: '--namespace',
   };
-  return message.replace(/\b(lockMs|stalledIntervalMs|shutdownGraceMs|horizonMs|retentionMs|lookaheadMs|tickMs|maxStalls|concurrency|prefetchMs|replica|namespace)\b/g, (m) => flags[m] ?? m);
+  return message.replace(/\b(lockMs|stalledIntervalMs|shutdownGraceMs|horizonMs|retentionMs|lookaheadMs|tickMs|maxStalls|concurrency|backlogConcurrency|backfillConcurrency|prefetchMs|replica|namespace)\b/g, (m) => flags[m] ?? m);
 }
 
 program.parseAsync(process.argv).catch((err: unknown) => {

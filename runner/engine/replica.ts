@@ -2,15 +2,17 @@
  * One replica: clock sync, planner and executor on one Redis. All replicas are equal; start as many as you
  * like against the same Redis and namespace.
  */
-import { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import { RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
-import { Metrics } from '../admin/metrics.js';
+import { Metrics, readWithin } from '../admin/metrics.js';
+import { backfillCounts, totalBackfill } from '../records/backfill.js';
+import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
+import { closeLanes, openLanes, type Lanes } from './enqueue.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
@@ -37,7 +39,8 @@ export class Replica {
     readonly clock: RedisClock,
     readonly planner: Planner,
     readonly executor: Executor,
-    private readonly queue: Queue,
+    readonly admission: BackfillAdmission,
+    private readonly lanes: Lanes,
     private readonly conns: RedisClient[],
     private readonly log: Logger,
   ) {}
@@ -74,19 +77,21 @@ export class Replica {
     const clock = new RedisClock(cmd, undefined, keys.ns);
     const first = await firstSync(clock, () => lastRedisError, p.redisUrl, log, cmd);
     log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
-    const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
-    queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
-    const planner = new Planner(store, queue, keys, clock, o, log);
+    const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
+    const planner = new Planner(store, lanes, keys, clock, o, log);
     const executor = new Executor(store, keys, wrk, clock, o, log);
+    const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
     const metrics = new Metrics({ redis: cmd, keys, clock, activeRuns: () => executor.activeCount, replica: o.replica });
     onRedisError = () => metrics.redisErrors.inc();
     executor.onRun = (e) => {
       metrics.onRun(e);
+      // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+      if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
       p.onRun?.(e);
     };
     planner.onFinal = (x) => metrics.onPlannedFinal(x);
     executor.setSchedules(p.schedules);
-    const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
+    const r = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log);
     r.metrics = metrics;
     const definitions = new Definitions(cmd, keys, o.replica);
     await planner.join(p.schedules);
@@ -100,12 +105,21 @@ export class Replica {
     executor.isPublished = (name) => definitions.has(name);
     executor.start();
     await planner.start(p.schedules);
+    admission.start();
     r.syncClockLoop();
     if (p.admin) {
       r.admin = await AdminServer.start(
         p.admin,
         metrics,
-        { ping: () => cmd.ping(), lastTickOkAt: () => planner.lastTickOkAt, staleAfterMs: Math.max(5_000, o.tickMs * 10) },
+        {
+          ping: () => cmd.ping(),
+          lastTickOkAt: () => planner.lastTickOkAt,
+          staleAfterMs: Math.max(5_000, o.tickMs * 10),
+          backfill: async () => {
+            const counts = await readWithin(backfillCounts(cmd, keys));
+            return counts && totalBackfill(counts);
+          },
+        },
         log,
       );
     }
@@ -160,8 +174,9 @@ export class Replica {
     this.stopped = true;
     if (this.clockTimer) clearTimeout(this.clockTimer);
     await this.planner.stop();
+    await this.admission.stop();
     await this.executor.stop(graceMs);
-    await this.queue.close().catch(() => undefined);
+    await closeLanes(this.lanes);
     await this.admin?.close();
     for (const c of this.conns) c.disconnect();
   }

@@ -180,7 +180,7 @@ describe('renew, finish, release (fencing)', () => {
 });
 
 describe('sweep', () => {
-  const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefix: 'bull:', horizonMs: 60_000, retentionMs: 120_000 };
+  const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefixes: ['bull:', 'lane:'] as const, horizonMs: 60_000, retentionMs: 120_000 };
 
   it('returns planned occurrences whose queue job is missing, and closes those past the horizon as missed', async () => {
     const now = await redisNow();
@@ -202,6 +202,24 @@ describe('sweep', () => {
     expect(await store.sweep({ ...opts, horizonMs: 5_000 })).toEqual([]);
     expect(await record(lost)).toMatchObject({ state: 'missed', reason: 'not claimed within the catch-up horizon' });
     expect(await redis.zscore(keys.pending, lost)).toBeNull();
+  });
+
+  it('counts a job in either lane, and returns the reason that decides the lane of one to enqueue again', async () => {
+    const now = await redisNow();
+    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
+    const inBacklog = occurrenceKey('s', now - 10_000);
+    const lostCatchUp = occurrenceKey('s', now - 9_000);
+    const reason = 'catch-up: run late (catchUp all)';
+    await store.plan(
+      [
+        { schedule: 's', key: inBacklog, dueMs: now - 10_000, fireMs: now - 10_000, disposition: 'run', reason },
+        { schedule: 's', key: lostCatchUp, dueMs: now - 9_000, fireMs: now - 9_000, disposition: 'run', reason },
+      ],
+      o,
+    );
+    await redis.zadd(keys.pending, 0, inBacklog, 0, lostCatchUp);
+    await redis.hset(`lane:${keys.jobId(inBacklog)}`, 'data', '{}'); // its job is in the backlog lane
+    expect(await store.sweep(opts)).toEqual([{ key: lostCatchUp, schedule: 's', dueMs: now - 9_000, fireMs: now - 9_000, origin: 'schedule', reason }]);
   });
 
   it('returns a running occurrence whose lease lapsed and whose job is gone, never a live one', async () => {
@@ -278,21 +296,6 @@ describe('concurrency policy (claim)', () => {
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('held');
     expect(await store.release(keysRun[0]!, 1, 'done')).toBe(true);
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
-  });
-
-  it('backfill occurrences wait (never skip) and run oldest first under Forbid; they are de-duplicated', async () => {
-    const now = await redisNow();
-    const o = { schedule: 's', origin: 'backfill' as const, by: 'test', retentionMs: 120_000 };
-    const ks = [3, 2, 1].map((h) => ({ key: occurrenceKey('s', now - h * 3_600_000), dueMs: now - h * 3_600_000 }));
-    for (const k of ks) expect((await store.enqueueManual({ ...o, ...k })).created).toBe(true);
-    expect((await store.enqueueManual({ ...o, ...ks[0]! })).created).toBe(false);
-    const claimB = (i: number) => store.claim(req(ks[i]!.key, ks[i]!.dueMs, now, { origin: 'backfill', concurrencyPolicy: 'Forbid', lockMs: 60_000 }));
-    expect((await claimB(1)).status).toBe('held'); // not the oldest
-    expect((await claimB(0)).status).toBe('claimed');
-    expect((await claimB(1)).status).toBe('held'); // the oldest runs
-    expect(await store.finish(ks[0]!.key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
-    expect((await claimB(2)).status).toBe('held'); // order holds
-    expect((await claimB(1)).status).toBe('claimed');
   });
 });
 
