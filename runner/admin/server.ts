@@ -53,6 +53,8 @@ export class AdminServer {
           res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
         } else if (path === '/readyz') {
           const problems: string[] = [];
+          // Both within about a second: a probe's own timeout is often 1 s.
+          const reading = probe.backfill?.().catch(() => null);
           try {
             await withTimeout(probe.ping(), 1000);
           } catch (err) {
@@ -60,7 +62,7 @@ export class AdminServer {
           }
           const age = Date.now() - probe.lastTickOkAt();
           if (age > probe.staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
-          const backfill = (await probe.backfill?.()) ?? undefined;
+          const backfill = problems.length === 0 ? ((await reading) ?? undefined) : undefined;
           res
             .writeHead(problems.length ? 503 : 200, { 'content-type': 'application/json' })
             .end(`${JSON.stringify({ ready: problems.length === 0, problems, ...(backfill ? { backfill } : {}) })}\n`);

@@ -5,19 +5,9 @@
 import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
+import { sumMetric as sum } from '../support/metrics.js';
 import { BIN, ROOT } from '../support/replica.js';
 
-/** Sums a metric's samples over scrapes, keeping lines whose labels include `labels`. */
-function sum(texts: string[], name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const text of texts) {
-    for (const line of text.split('\n')) {
-      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.split(' ').pop());
-    }
-  }
-  return total;
-}
 const get = async (url: string): Promise<{ status: number; text: string }> => {
   const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
   return { status: r.status, text: await r.text() };

@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../support/receiver.js';
 import { Flock, sleep, until } from '../support/flock.js';
+import { sumMetric } from '../support/metrics.js';
 import { BIN, ROOT, type ReplicaProcess } from '../support/replica.js';
 import type { RunRecord } from '../../runner/records/runs.js';
 
@@ -64,10 +65,7 @@ async function expectLiveOnTime(flock: Flock, name: string, fromMs: number, toMs
 /** The value of `cronflock_backfill_occurrences` for a schedule and state on a replica (0 when absent). */
 async function backfillGauge(r: ReplicaProcess, schedule: string, state: string): Promise<number> {
   const text = await (await fetch(`${r.adminUrl}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('cronflock_backfill_occurrences{') && l.includes(`schedule="${schedule}"`) && l.includes(`state="${state}"`));
-  return line ? Number(line.split(' ').at(-1)) : 0;
+  return sumMetric([text], 'cronflock_backfill_occurrences', { schedule, state });
 }
 
 describe('backfill beside live schedules', () => {
