@@ -1,11 +1,11 @@
 /**
- * Work asked for after the fact — backfill, catch-up runs after downtime — never delays live occurrences
- * (issue 12, part 8), on real Redis and real replica processes: a live schedule with a short starting deadline
- * misses nothing beside a backfill of 400 occurrences or 100 catch-up runs; backfill is paced flock-wide;
- * `suspend` pauses a schedule's backfill and `resume` continues it; `backfill --cancel` drops what has not
- * started; `--dry-run` and a refused large range write nothing.
+ * Work asked for after the fact — backfill, triggers, catch-up runs after downtime — never delays live
+ * occurrences (issue 12, part 8), on real Redis and real replica processes: a live schedule with a short
+ * starting deadline misses nothing beside a backfill of 400 occurrences, 10 long triggered runs or 100 catch-up
+ * runs; backfill is paced flock-wide; `suspend` pauses a schedule's backfill and `resume` continues it;
+ * `backfill --cancel` drops what has not started; `--dry-run` and a refused large range write nothing.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../support/receiver.js';
 import { Flock, sleep, until } from '../support/flock.js';
@@ -18,6 +18,14 @@ const SECOND = 1000;
 function cli(flock: Flock, args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url, '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** {@link cli}, without waiting: several commands at once. */
+function cliAsync(flock: Flock, args: string[]): Promise<{ status: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args, '--redis', flock.redis.url, '--json'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stderr })));
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -205,6 +213,24 @@ describe('backfill beside live schedules', () => {
     const again = cli(flock, [...range, '--dry-run']);
     expect(JSON.parse(again.stdout)).toMatchObject({ dryRun: true, count: 0, firstDueAt: null });
     expect((JSON.parse(again.stdout) as { existing: string[] }).existing).toHaveLength(150);
+  });
+
+  it('triggers in bulk run in the backlog lane: they never take the live slots', async () => {
+    flock = await Flock.start();
+    flock.receiver.holdFor = (body) => (body.manual ? 4000 : undefined);
+    const file = flock.writeSchedules(`schedules:
+  - { name: live, cron: "* * * * * *", startingDeadline: 2s, job: { kind: http, url: ${flock.receiver.url}/live } }
+  - { name: tr, cron: "0 0 1 1 *", job: { kind: http, url: ${flock.receiver.url}/tr } }
+`);
+    // 2 live slots; 10 triggered runs of 4 s each would hold them for 20 s.
+    await flock.startReplica({ name: 'r1', schedules: file, args: ['--concurrency', '2', '--backlog-concurrency', '2'] });
+    for (const r of await Promise.all(Array.from({ length: 10 }, () => cliAsync(flock, ['trigger', 'tr'])))) expect(r.status, r.stderr).toBe(0);
+    const t0 = Date.now(); // all triggered
+    await sleep(9000);
+    const worst = await expectLiveOnTime(flock, 'live', t0, t0 + 8000, 1500);
+    expect(flock.receiver.of('tr').length).toBeGreaterThanOrEqual(4);
+    expect(maxOverlap(flock.receiver.of('tr'))).toBe(2); // the backlog lane's slots
+    console.log(`live lateness beside 10 triggered 4-s runs: at most ${worst} ms`);
   });
 
   it('catch-up runs after the whole flock was down wait in the backlog lane: the live schedule misses nothing', async () => {
