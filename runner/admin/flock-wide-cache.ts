@@ -12,9 +12,13 @@
  *   pass that runs out of its `budgetMs` stops and continues where it stopped on the next turn; the values
  *   served change only when a pass is complete. Each page is small work for Redis, and other commands (claims)
  *   go between pages.
+ * - The flock's backfill backlog per schedule (runner/records/backfill.ts), read at the start of each pass:
+ *   a few commands, proportional to the schedules with a backfill and the admitted ones (bounded by
+ *   `--backfill-concurrency`), not to all schedules.
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { backfillCounts, type BackfillCount } from '../records/backfill.js';
 
 /** Timing of the loop (ms) and the page size; tests and benchmarks may shorten them. */
 export interface FlockWideCacheOptions {
@@ -47,6 +51,10 @@ export class FlockWideCache {
   redisProblem: string | undefined = 'no answer yet';
   /** Host time of the latest complete last-success pass; 0 before the first. */
   refreshedAtMs = 0;
+  /** Backfill occurrences per schedule that has any, flock-wide, as of the latest pass start. */
+  backfill: ReadonlyMap<string, BackfillCount> = new Map();
+  /** Called with the backlog read at each pass start. */
+  onBackfill: ((counts: ReadonlyMap<string, BackfillCount>) => void) | undefined;
   /** Called with the values of each complete pass (and awaited: the metrics build their text from them). */
   onPass: ((values: ReadonlyMap<string, number>) => Promise<void> | void) | undefined;
 
@@ -111,6 +119,14 @@ export class FlockWideCache {
       return;
     }
     if (this.pass === undefined && Date.now() - this.passStartedMs < this.passEveryMs) return;
+    if (this.pass === undefined) {
+      try {
+        this.backfill = await this.bounded(backfillCounts(this.redis, this.keys));
+        this.onBackfill?.(this.backfill);
+      } catch {
+        /* keep the last values; the next pass tries again */
+      }
+    }
     try {
       await this.scan();
     } catch {

@@ -12,6 +12,7 @@ import type { RunEvent } from '../engine/executor.js';
 import type { PlannedOccurrence } from '../redis/store.js';
 import type { RedisClock } from '../redis/clock.js';
 import { onRedisCommandError } from '../redis/command-errors.js';
+import type { BackfillCount } from '../records/backfill.js';
 
 const LAST_SUCCESS = 'cronflock_last_success_timestamp_seconds';
 /** Series of the flock-wide gauge built between two yields to the event loop. */
@@ -29,6 +30,7 @@ export class Metrics {
   private readonly lateness: Histogram<'schedule'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
+  private readonly backfill: Gauge<'schedule' | 'state'>;
   private readonly stopCountingCommandErrors: () => void;
   /** Exposition text of the flock-wide last-success gauge, as of the latest cache pass. */
   private lastSuccessText = '';
@@ -90,6 +92,12 @@ export class Metrics {
       registers: [r],
     });
     for (const kind of ['connection', 'command']) this.redisErrors.inc({ kind }, 0); // both series from the start
+    this.backfill = new Gauge({
+      name: 'cronflock_backfill_occurrences',
+      help: 'Backfill occurrences not yet final, flock-wide, by schedule and state (waiting: for admission, or paused by a suspension; admitted: queued on the backlog lane or running)',
+      labelNames: ['schedule', 'state'],
+      registers: [r],
+    });
     this.stopCountingCommandErrors = onRedisCommandError(() => this.redisErrors.inc({ kind: 'command' }));
   }
 
@@ -109,6 +117,15 @@ export class Metrics {
       if (++n % SERIES_PER_SLICE === 0) await new Promise((r) => setImmediate(r));
     }
     this.lastSuccessText = values.size > 0 ? parts.join('') : '';
+  }
+
+  /** Sets the flock-wide backfill gauge from the admin cache's latest read (schedule → counts). */
+  setBackfill(counts: ReadonlyMap<string, BackfillCount>): void {
+    this.backfill.reset();
+    for (const [schedule, c] of counts) {
+      this.backfill.set({ schedule, state: 'waiting' }, c.waiting);
+      this.backfill.set({ schedule, state: 'admitted' }, c.admitted);
+    }
   }
 
   /** Counts a connection error (a client's `error` event). Error replies are counted on their own. */

@@ -10,6 +10,11 @@
  * once per rendering (off the event loop; Prometheus asks for gzip, and 5 MB of text for 50,000 schedules
  * become about a tenth of that), at most {@link MAX_METRICS_IN_FLIGHT} scrapes answered at once (more get
  * 503 at once), and time limits on every request.
+ *
+ * `/readyz` also shows the flock's backfill backlog, for information: a backlog never makes a replica
+ * unready. It is work an operator asked for, it runs in a lane of its own beside live occurrences, and
+ * taking replicas out of service (or stalling a rollout) would only slow it down; watch it with the
+ * `cronflock_backfill_occurrences` gauge and live lateness with `cronflock_start_lateness_seconds`.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +29,7 @@ export interface AdminSource {
   /** The Prometheus text (prom-client's content type and body). */
   metrics(): Promise<{ contentType: string; body: string }>;
   /** Readiness now, with the reasons when not ready. */
-  readiness(): { ready: boolean; problems: string[] };
+  readiness(): { ready: boolean; problems: string[]; backfill?: { waiting: number; admitted: number } };
 }
 
 /** Scrapes answered at once; more get 503 (Retry-After: 1) without any work. */

@@ -2,11 +2,21 @@
  * `cronflock trigger | backfill | suspend | resume`: operate a running flock through Redis (see
  * runner/engine/control.ts). They need the same Redis and namespace as the replicas.
  */
-import { Queue } from 'bullmq';
 import { Command } from 'commander';
-import { isoTimeArg } from './arg-parsers.js';
+import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { hostname } from 'node:os';
-import { backfill, ControlError, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
+import {
+  BACKFILL_CANCELLED,
+  BACKFILL_CONFIRM_ABOVE,
+  backfill,
+  cancelBackfill,
+  ControlError,
+  resume,
+  suspend,
+  trigger,
+  type ControlContext,
+} from '../engine/control.js';
+import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { DEFAULT_OPTIONS } from '../engine/options.js';
 import { RedisClock } from '../redis/clock.js';
 import { Keyspace } from '../redis/keys.js';
@@ -20,15 +30,14 @@ type Flags = RedisFlags & { json?: boolean };
 function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
   return withOneShotRedis(o, 'Redis', async (redis) => {
     const keys = new Keyspace(o.namespace);
-    const queue = new Queue(keys.queueName, { connection: redis, prefix: keys.ns });
-    queue.on('error', () => undefined);
+    const lanes = openLanes(redis, keys);
     const clock = new RedisClock(redis, undefined, keys.ns); // TIME from the node that owns our slot
     try {
       return await fn({
         redis,
         keys,
         store: new Store(redis, keys),
-        queue,
+        lanes,
         clock,
         options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs },
         by: `cli@${hostname()}`,
@@ -37,7 +46,7 @@ function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promis
       if (err instanceof ControlError) throw new CliError(err.message);
       throw err;
     } finally {
-      await settlesWithin(queue.close(), 2_000);
+      await settlesWithin(closeLanes(lanes), 2_000);
     }
   });
 }
@@ -66,13 +75,36 @@ export function addControlCommands(program: Command): void {
   common(
     program
       .command('backfill')
-      .description('run the occurrences due in a past range that have no record yet, oldest first')
+      .description(
+        'run the occurrences due in a past range that have no record yet, oldest first, a few at a time across the flock ' +
+          '(--backfill-concurrency of the replicas), never in place of a live occurrence',
+      )
       .argument('<schedule>', 'schedule name')
-      .requiredOption('--from <iso>', 'first due time to consider (inclusive)', isoTimeArg)
-      .requiredOption('--to <iso>', 'last due time to consider (inclusive)', isoTimeArg),
-  ).action(async (schedule: string, o: Flags & { from: number; to: number }) => {
-    const r = await withControl(o, (c) => backfill(c, schedule, o.from, o.to));
-    print(o, r, `enqueued ${r.enqueued.length} occurrence(s); ${r.existing.length} already had a record and were left alone`);
+      .option('--from <iso>', 'first due time to consider (inclusive)', isoTimeArg)
+      .option('--to <iso>', 'last due time to consider (inclusive)', isoTimeArg)
+      .option('--dry-run', 'print how many occurrences would be backfilled, and their first and last due times; write nothing')
+      .option('--yes', `backfill a range of more than ${BACKFILL_CONFIRM_ABOVE} occurrences`)
+      .option('--max <n>', 'refuse (and write nothing) if more than n occurrences would be backfilled', positiveIntArg)
+      .option('--cancel', `drop the schedule's backfill occurrences that have not started (recorded skipped: ${BACKFILL_CANCELLED})`),
+  ).action(async (schedule: string, o: Flags & { from?: number; to?: number; dryRun?: boolean; yes?: boolean; max?: number; cancel?: boolean }) => {
+    if (o.cancel) {
+      if (o.from !== undefined || o.to !== undefined || o.dryRun || o.yes || o.max !== undefined) {
+        throw new CliError('--cancel takes only the schedule name: it cancels every backfill occurrence of it that has not started');
+      }
+      const r = await withControl(o, (c) => cancelBackfill(c, schedule));
+      print(o, r, `cancelled ${r.cancelled} backfill occurrence(s) of ${schedule} (recorded skipped: ${BACKFILL_CANCELLED}); ${r.started} already started and finish`);
+      return;
+    }
+    if (o.from === undefined || o.to === undefined) {
+      throw new CliError('backfill needs --from and --to (ISO 8601 times, e.g. --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z), or --cancel');
+    }
+    const { from, to } = o;
+    const r = await withControl(o, (c) => backfill(c, schedule, from, to, { dryRun: o.dryRun, yes: o.yes, max: o.max }));
+    const due = r.count > 0 ? `, due ${r.firstDueAt} to ${r.lastDueAt}` : '';
+    const text = r.dryRun
+      ? `would backfill ${r.count} occurrence(s) of ${schedule}${due}; ${r.existing.length} already have a record; nothing was written`
+      : `enqueued ${r.count} occurrence(s) of ${schedule}${due}; ${r.existing.length} already had a record and were left alone`;
+    print(o, r, text);
   });
 
   common(
@@ -84,7 +116,14 @@ export function addControlCommands(program: Command): void {
   ).action(async (schedule: string, o: Flags & { note?: string }) => {
     const s = await withControl(o, (c) => suspend(c, schedule, o.note));
     const since = `since ${new Date(s.sinceMs).toISOString()} by ${s.by}${s.note ? `: ${s.note}` : ''}`;
-    print(o, { schedule, ...s }, s.alreadySuspended ? `${schedule} was already suspended (${since}); nothing changed` : `suspended ${schedule}`);
+    const backfill = s.backfillWaiting
+      ? `; its ${s.backfillWaiting} backfill occurrence(s) wait until resume (backfill ${schedule} --cancel drops them)`
+      : '';
+    print(
+      o,
+      { schedule, ...s },
+      s.alreadySuspended ? `${schedule} was already suspended (${since}); nothing changed${backfill}` : `suspended ${schedule}${backfill}`,
+    );
   });
 
   common(
@@ -94,9 +133,10 @@ export function addControlCommands(program: Command): void {
       .argument('<schedule>', 'schedule name'),
   ).action(async (schedule: string, o: Flags) => {
     const r = await withControl(o, (c) => resume(c, schedule));
+    const backfill = r.backfillWaiting ? `; ${r.backfillWaiting} backfill occurrence(s) go on` : '';
     const text = !r.wasSuspended
       ? `${schedule} was not suspended`
-      : `resumed ${schedule}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}`;
+      : `resumed ${schedule}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}${backfill}`;
     print(o, r, text);
   });
 }

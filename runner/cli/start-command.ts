@@ -40,6 +40,8 @@ const FLAGS: Record<string, string> = {
   tickMs: '--tick',
   maxStalls: '--max-stalls',
   concurrency: '--concurrency',
+  backlogConcurrency: '--backlog-concurrency',
+  backfillConcurrency: '--backfill-concurrency',
   prefetchMs: 'prefetch',
   replica: '--replica',
   namespace: '--namespace',
@@ -102,7 +104,18 @@ export function addStartCommand(program: Command): void {
     .addOption(new Option('--lookahead <duration>', `how far ahead occurrences are planned (default ${d(DEFAULT_OPTIONS.lookaheadMs)})`).argParser(durationArg))
     .addOption(new Option('--tick <duration>', `planner period (default ${d(DEFAULT_OPTIONS.tickMs)})`).argParser(durationArg))
     .addOption(new Option('--max-stalls <n>', `re-claims after stalls before an occurrence fails (default ${DEFAULT_OPTIONS.maxStalls})`).argParser(nonNegativeIntArg))
-    .addOption(new Option('--concurrency <n>', `runs held at once by this replica (default ${DEFAULT_OPTIONS.concurrency})`).argParser(positiveIntArg))
+    .addOption(new Option('--concurrency <n>', `live occurrences held at once by this replica (default ${DEFAULT_OPTIONS.concurrency})`).argParser(positiveIntArg))
+    .addOption(
+      new Option(
+        '--backlog-concurrency <n>',
+        `runs of triggers, resume runs, catch-up runs and backfill held at once by this replica (default ${DEFAULT_OPTIONS.backlogConcurrency})`,
+      ).argParser(positiveIntArg),
+    )
+    .addOption(
+      new Option('--backfill-concurrency <n>', `backfill occurrences running at once across the whole flock (default ${DEFAULT_OPTIONS.backfillConcurrency})`).argParser(
+        positiveIntArg,
+      ),
+    )
     .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
     .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
     .action(start);
@@ -121,6 +134,8 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     ['tick', 'tickMs'],
     ['maxStalls', 'maxStalls'],
     ['concurrency', 'concurrency'],
+    ['backlogConcurrency', 'backlogConcurrency'],
+    ['backfillConcurrency', 'backfillConcurrency'],
   ];
   for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
   let options: RunnerOptions;

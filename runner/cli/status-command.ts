@@ -3,7 +3,7 @@
  * fire time, last result, overdue occurrences) and the backlog. Reads a bounded amount whatever the number of
  * schedules (runner/records/status.ts).
  */
-import { Queue } from 'bullmq';
+import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { Option, type Command } from 'commander';
 import { Keyspace } from '../redis/keys.js';
 import { readFlockStatus, type FlockStatus, type ScheduleStatus } from '../records/status.js';
@@ -83,12 +83,11 @@ export function addStatusCommand(program: Command): void {
   addRedisOptions(c).action(async (o: RedisFlags & { schedule?: string[]; limit: number; overdueAfter: number; json?: boolean }) => {
     const keys = new Keyspace(o.namespace);
     const st = await withOneShotRedis(o, 'cannot read the status from', async (redis) => {
-      const queue = new Queue(keys.queueName, { connection: redis, prefix: keys.ns });
-      queue.on('error', () => undefined);
+      const lanes = openLanes(redis, keys);
       try {
-        return await readFlockStatus(redis, keys, queue, { names: o.schedule, limit: o.limit, overdueAfterMs: o.overdueAfter });
+        return await readFlockStatus(redis, keys, lanes, { names: o.schedule, limit: o.limit, overdueAfterMs: o.overdueAfter });
       } finally {
-        await settlesWithin(queue.close(), 2_000);
+        await settlesWithin(closeLanes(lanes), 2_000);
       }
     });
     process.stdout.write(o.json ? `${JSON.stringify({ namespace: o.namespace, ...st }, null, 2)}\n` : formatStatus(st, o.namespace));

@@ -1,17 +1,18 @@
 /**
  * Operating a running flock from outside: `cronflock trigger | backfill | suspend | resume`. Everything goes
  * through Redis — the same records, the same claim path and the same concurrency policy as scheduled
- * occurrences — so it works whichever replicas are up, and needs no leader to talk to.
+ * occurrences — so it works whichever replicas are up, and needs no leader to talk to. What these commands ask
+ * for runs on the backlog lane (enqueue.ts), never in place of a live occurrence.
  */
-import type { Queue } from 'bullmq';
 import type { RedisClient } from '../redis/connect.js';
 import { compileCron } from '../schedule/cron.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { Store } from '../redis/store.js';
+import { backfillCounts } from '../records/backfill.js';
 import { listRuns } from '../records/runs.js';
-import { enqueueOccurrences } from './enqueue.js';
+import { enqueueOccurrences, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import { isLiveMember, type PublishedDefinition } from './definitions.js';
 
@@ -29,7 +30,7 @@ export interface ControlContext {
   redis: RedisClient;
   keys: Keyspace;
   store: Store;
-  queue: Queue;
+  lanes: Lanes;
   clock: RedisClock;
   options: Pick<RunnerOptions, 'retentionMs' | 'prefetchMs'>;
   /** Who asks (recorded as plannedBy), e.g. `cli@host`. */
@@ -69,28 +70,52 @@ export async function trigger(c: ControlContext, schedule: string): Promise<stri
   const dueMs = c.clock.now();
   const key = occurrenceKey(schedule, dueMs, 'manual');
   const r = await c.store.enqueueManual({ schedule, key, dueMs, origin: 'manual', by: c.by, retentionMs: c.options.retentionMs });
-  await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, [{ schedule, key, dueMs, fireMs: r.fireMs, origin: 'manual' }]);
+  await enqueueOccurrences(c.lanes, c.keys, c.clock, c.options.prefetchMs, [{ schedule, key, dueMs, fireMs: r.fireMs, origin: 'manual' }]);
   return key;
 }
 
 /** Result of {@link backfill}. */
 export interface BackfillResult {
-  /** Occurrences created and enqueued, oldest first. */
+  /** True for `--dry-run`: nothing was written. */
+  dryRun: boolean;
+  /** Occurrences created (in a dry run: that would be), oldest first. */
+  count: number;
+  /** Due times of the first and last of them (ISO), or null when there are none. */
+  firstDueAt: string | null;
+  lastDueAt: string | null;
+  /** Occurrences created, waiting for admission, oldest first (empty in a dry run). */
   enqueued: string[];
   /** Due times in the range that already had a record (ran, or are planned): left alone. */
   existing: string[];
 }
 
+/** What {@link backfill} may do. */
+export interface BackfillOptions {
+  /** Count and report, write nothing. */
+  dryRun?: boolean;
+  /** Accept more than {@link BACKFILL_CONFIRM_ABOVE} occurrences (up to {@link MAX_BACKFILL}). */
+  yes?: boolean;
+  /** Refuse (write nothing) if more than this many would be created; confirms the size of a large range. */
+  max?: number;
+}
+
 /** Most occurrences one backfill may create. */
 export const MAX_BACKFILL = 10_000;
+/** A backfill creating more occurrences than this needs `--yes` or `--max`. */
+export const BACKFILL_CONFIRM_ABOVE = 100;
+/** Reason recorded on backfill occurrences dropped by `cronflock backfill --cancel`. */
+export const BACKFILL_CANCELLED = 'backfill cancelled';
 
 /**
- * Creates the occurrences of `schedule` due in `[fromMs, toMs]` that have no record yet, and enqueues them to
- * run now, oldest first. With Forbid or Replace they run one at a time in due-time order; with Allow, side by
- * side up to maxConcurrent. De-duplicated against records, which are kept for the retention.
- * @throws ControlError for an empty or reversed range, or more than {@link MAX_BACKFILL} occurrences.
+ * Creates the occurrences of `schedule` due in `[fromMs, toMs]` that have no record yet. They wait in the
+ * flock's backfill backlog and are admitted `backfillConcurrency` at a time across the flock, oldest first, to
+ * run on the backlog lane: never in a live occurrence's slot or place in a queue. With Forbid or Replace they
+ * run one at a time in due-time order; with Allow, side by side up to the flock's backfill concurrency (and
+ * maxConcurrent). De-duplicated against records, which are kept for the retention.
+ * @throws ControlError for an empty or reversed range, more than {@link MAX_BACKFILL} occurrences, or more than
+ *   {@link BACKFILL_CONFIRM_ABOVE} (or `max`) without `yes`; nothing is written then.
  */
-export async function backfill(c: ControlContext, schedule: string, fromMs: number, toMs: number): Promise<BackfillResult> {
+export async function backfill(c: ControlContext, schedule: string, fromMs: number, toMs: number, o: BackfillOptions = {}): Promise<BackfillResult> {
   if (!(fromMs <= toMs)) throw new ControlError('--from must not be after --to');
   const def = await definitionOf(c, schedule);
   const due = compileCron(def.cron, def.timeZone, { hashSeed: schedule });
@@ -101,20 +126,74 @@ export async function backfill(c: ControlContext, schedule: string, fromMs: numb
       throw new ControlError(`the range holds more than ${MAX_BACKFILL} occurrences of "${schedule}"; backfill a shorter range at a time`);
     }
   }
-  const out: BackfillResult = { enqueued: [], existing: [] };
-  const jobs = [];
-  for (const dueMs of dues) {
-    const key = occurrenceKey(schedule, dueMs);
-    const r = await c.store.enqueueManual({ schedule, key, dueMs, origin: 'backfill', by: c.by, retentionMs: c.options.retentionMs });
-    if (r.created) {
-      out.enqueued.push(key);
-      jobs.push({ schedule, key, dueMs, fireMs: r.fireMs, origin: 'backfill' as const });
-    } else out.existing.push(key);
+  const items = dues.map((dueMs) => ({ key: occurrenceKey(schedule, dueMs), dueMs }));
+  const exists = await existing(c, items.map((it) => it.key));
+  const fresh = items.filter((_, i) => !exists[i]);
+  const span = (list: readonly { dueMs: number }[]) => ({
+    count: list.length,
+    firstDueAt: list.length ? iso(list[0]!.dueMs) : null,
+    lastDueAt: list.length ? iso(list[list.length - 1]!.dueMs) : null,
+  });
+  const existingKeys = items.filter((_, i) => exists[i]).map((it) => it.key);
+  if (o.dryRun) return { dryRun: true, ...span(fresh), enqueued: [], existing: existingKeys };
+  const limit = o.max ?? (o.yes ? MAX_BACKFILL : BACKFILL_CONFIRM_ABOVE);
+  if (fresh.length > limit) {
+    const what = `the range holds ${fresh.length} occurrences of "${schedule}" to backfill (due ${span(fresh).firstDueAt} to ${span(fresh).lastDueAt})`;
+    throw new ControlError(
+      o.max !== undefined
+        ? `${what}, more than --max ${o.max}; nothing was enqueued: narrow the range or raise --max`
+        : `${what}, more than ${BACKFILL_CONFIRM_ABOVE}; nothing was enqueued: check it with --dry-run, then run again with --yes (or --max ${fresh.length})`,
+    );
   }
-  await c.clock.sync();
-  await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, jobs);
+  const created = await c.store.enqueueBackfill({
+    schedule,
+    items: fresh,
+    policy: def.concurrencyPolicy,
+    by: c.by,
+    retentionMs: c.options.retentionMs,
+  });
+  // Between the check and the write another caller may have created some: report what this call created.
+  const made = new Set(created);
+  const ran = fresh.filter((it) => made.has(it.key));
+  return {
+    dryRun: false,
+    ...span(ran),
+    enqueued: created,
+    existing: items.filter((it) => !made.has(it.key)).map((it) => it.key),
+  };
+}
+
+/** Whether each occurrence key has a record (pipelined, in chunks). */
+async function existing(c: Pick<ControlContext, 'redis' | 'keys'>, keys: readonly string[]): Promise<boolean[]> {
+  const out: boolean[] = [];
+  for (let i = 0; i < keys.length; i += 1000) {
+    const pipe = c.redis.pipeline();
+    for (const k of keys.slice(i, i + 1000)) pipe.exists(c.keys.occurrence(k));
+    for (const [err, n] of (await pipe.exec()) ?? []) {
+      if (err) throw err;
+      out.push(Number(n) === 1);
+    }
+  }
   return out;
 }
+
+/** Result of {@link cancelBackfill}. */
+export interface CancelBackfillResult {
+  /** Backfill occurrences that had not started, now recorded skipped (backfill cancelled). */
+  cancelled: number;
+  /** Backfill runs in flight (or waiting for a retry): they finish. */
+  started: number;
+}
+
+/**
+ * Cancels a schedule's backfill: every backfill occurrence that has not started is recorded `skipped: backfill
+ * cancelled`; runs in flight finish. Works whether or not a replica still runs the schedule. Idempotent.
+ */
+export async function cancelBackfill(c: Pick<ControlContext, 'store' | 'options'>, schedule: string): Promise<CancelBackfillResult> {
+  return c.store.cancelBackfill(schedule, BACKFILL_CANCELLED, c.options.retentionMs);
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** What {@link suspend} found and left: the suspension in force (a new one, or the one already there). */
 export interface Suspension {
@@ -124,26 +203,39 @@ export interface Suspension {
   sinceMs: number;
   by: string;
   note?: string;
+  /** Backfill occurrences of the schedule that wait (paused) until {@link resume}. */
+  backfillWaiting: number;
 }
 
 /**
  * Suspends a schedule on every replica at once: the claim script records each occurrence that fires while
- * suspended as skipped (suspended), until {@link resume}. Manual triggers still run. Idempotent: a second call
- * changes nothing and returns the suspension in force.
+ * suspended as skipped (suspended), until {@link resume}. Its backfill pauses: no backfill occurrence of it
+ * starts until resume (those waiting stay waiting; an admitted one goes back to waiting when claimed); a run in
+ * flight finishes. `backfill --cancel` drops them instead. Manual triggers still run. Idempotent: a second
+ * call changes nothing and returns the suspension in force.
  * @param note why, shown by `cronflock status`.
  */
 export async function suspend(c: Pick<ControlContext, 'redis' | 'keys' | 'clock' | 'by'>, schedule: string, note?: string): Promise<Suspension> {
   await definitionOf(c, schedule);
   await c.clock.sync();
   const mine = { sinceMs: c.clock.now(), by: c.by, ...(note ? { note } : {}) };
-  if ((await c.redis.hsetnx(c.keys.suspended, schedule, JSON.stringify(mine))) === 1) return { alreadySuspended: false, ...mine };
-  const raw = await c.redis.hget(c.keys.suspended, schedule);
-  return { alreadySuspended: true, ...(raw ? (JSON.parse(raw) as Omit<Suspension, 'alreadySuspended'>) : mine) };
+  const created = (await c.redis.hsetnx(c.keys.suspended, schedule, JSON.stringify(mine))) === 1;
+  const raw = created ? null : await c.redis.hget(c.keys.suspended, schedule);
+  const inForce = raw ? (JSON.parse(raw) as Omit<Suspension, 'alreadySuspended' | 'backfillWaiting'>) : mine;
+  return { alreadySuspended: !created, ...inForce, backfillWaiting: await backfillOf(c, schedule) };
+}
+
+/** Backfill occurrences of `schedule` not yet final (waiting or admitted). */
+async function backfillOf(c: Pick<ControlContext, 'redis' | 'keys'>, schedule: string): Promise<number> {
+  const n = (await backfillCounts(c.redis, c.keys, schedule)).get(schedule);
+  return n ? n.waiting + n.admitted : 0;
 }
 
 /** Result of {@link resume}. */
 export interface ResumeResult {
   wasSuspended: boolean;
+  /** Backfill occurrences of the schedule that go on now (they waited while it was suspended). */
+  backfillWaiting: number;
   /** With onResume: latest, the occurrence run now for the latest due time missed while suspended. */
   ran?: string;
   /** Why nothing was run although onResume is latest. */
@@ -151,31 +243,43 @@ export interface ResumeResult {
 }
 
 /**
- * Resumes a suspended schedule. With `onResume: latest`, the most recent occurrence skipped while suspended
- * runs once now (`<schedule>@<due>~resume`), unless its starting deadline has passed.
+ * Resumes a suspended schedule; its paused backfill goes on. With `onResume: latest`, the most recent
+ * occurrence skipped while suspended runs once now (`<schedule>@<due>~resume`), unless its starting deadline
+ * has passed.
  */
 export async function resume(c: ControlContext, schedule: string): Promise<ResumeResult> {
   const def = await definitionOf(c, schedule);
   const raw = await c.redis.hget(c.keys.suspended, schedule);
-  if (!raw) return { wasSuspended: false };
+  const backfillWaiting = await backfillOf(c, schedule);
+  if (!raw) return { wasSuspended: false, backfillWaiting };
   await c.redis.hdel(c.keys.suspended, schedule);
-  if (def.onResume !== 'latest') return { wasSuspended: true };
-  const { sinceMs } = JSON.parse(raw) as { sinceMs: number };
+  const r = await runLatestMissed(c, def, schedule, JSON.parse(raw) as { sinceMs: number });
+  return { wasSuspended: true, backfillWaiting, ...r };
+}
+
+/** With onResume: latest, runs the latest occurrence skipped while suspended (see {@link resume}). */
+async function runLatestMissed(
+  c: ControlContext,
+  def: PublishedDefinition,
+  schedule: string,
+  { sinceMs }: { sinceMs: number },
+): Promise<Pick<ResumeResult, 'ran' | 'note'>> {
+  if (def.onResume !== 'latest') return {};
   await c.clock.sync();
   const now = c.clock.now();
   const skipped = (await listRuns(c.redis, c.keys, { schedule, fromMs: sinceMs, toMs: now, limit: 1000 })).find(
     (r) => r.state === 'skipped' && r.reason === 'suspended' && r.manual === false && r.dueMs <= now,
   );
-  if (!skipped) return { wasSuspended: true, note: 'no occurrence was due while suspended' };
+  if (!skipped) return { note: 'no occurrence was due while suspended' };
   if (def.startingDeadlineMs !== null && now > skipped.fireMs + def.startingDeadlineMs) {
-    return { wasSuspended: true, note: `the latest missed occurrence ${skipped.key} is past its starting deadline` };
+    return { note: `the latest missed occurrence ${skipped.key} is past its starting deadline` };
   }
   const key = occurrenceKey(schedule, skipped.dueMs, 'resume');
   const r = await c.store.enqueueManual({ schedule, key, dueMs: skipped.dueMs, origin: 'resume', by: c.by, retentionMs: c.options.retentionMs });
   if (r.created) {
-    await enqueueOccurrences(c.queue, c.keys, c.clock, c.options.prefetchMs, [
+    await enqueueOccurrences(c.lanes, c.keys, c.clock, c.options.prefetchMs, [
       { schedule, key, dueMs: skipped.dueMs, fireMs: r.fireMs, origin: 'resume' },
     ]);
   }
-  return { wasSuspended: true, ran: key };
+  return { ran: key };
 }

@@ -10,6 +10,17 @@
  *   (oldest first), `none` runs none; the others are `missed` with the reason.
  */
 
+/**
+ * Start of the reason recorded on a catch-up run (an overdue occurrence the catch-up policy keeps). Such runs
+ * are late by definition and go to the backlog lane, not ahead of occurrences that are on time (enqueue.ts).
+ */
+export const CATCH_UP_RUN_REASON = 'catch-up: run late';
+
+/** Whether a recorded reason marks a catch-up run. */
+export function isCatchUpRun(reason: string | undefined): boolean {
+  return reason?.startsWith(CATCH_UP_RUN_REASON) ?? false;
+}
+
 /** Catch-up policy after downtime. */
 export type CatchUpPolicy = 'none' | 'latest' | 'all';
 
@@ -62,6 +73,6 @@ export function decide(
         : `catch-up: more than maxCatchUpRuns (${policy.maxCatchUpRuns}) overdue`;
   for (const i of dropped) out[i] = { disposition: 'missed', reason: why };
   // The ones kept say so in their record: it explains why they start late.
-  for (const i of overdue.slice(dropped.length)) out[i] = { disposition: 'run', reason: `catch-up: run late (catchUp ${policy.catchUp})` };
+  for (const i of overdue.slice(dropped.length)) out[i] = { disposition: 'run', reason: `${CATCH_UP_RUN_REASON} (catchUp ${policy.catchUp})` };
   return out;
 }

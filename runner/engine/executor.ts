@@ -9,6 +9,10 @@
  *
  * When a claim ends without a recorded result (lost, or handed over on SIGTERM), the job is put back in
  * `wait` at once so another replica claims it without waiting for BullMQ's stall check.
+ *
+ * One worker per lane (enqueue.ts): the live lane's `concurrency` slots take only on-time occurrences; the
+ * backlog lane's `backlogConcurrency` slots take triggers, resume runs, catch-up runs and admitted backfill.
+ * Both run the same processor: the lanes differ in which slots a run takes, not in how it is claimed.
  */
 import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
@@ -19,7 +23,7 @@ import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
 import type { RedisClock } from '../redis/clock.js';
-import type { FinishResult, Store } from '../redis/store.js';
+import type { FinishResult, Origin, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
@@ -38,10 +42,13 @@ export interface RunEvent {
     | 'handover'
     | 'skipped'
     | 'missed'
+    | 'paused'
     | 'final'
     | 'stale'
     | 'stalled-out';
   replica: string;
+  /** Where the occurrence comes from (the planner, trigger, backfill, resume). */
+  origin?: Origin;
   attempt?: number;
   fencingToken?: number;
   dueMs: number;
@@ -74,7 +81,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
 
 /** Runs claimed occurrences on this replica. */
 export class Executor {
-  private worker: Worker<OccurrenceJobData> | undefined;
+  private workers: Worker<OccurrenceJobData>[] = [];
   private readonly stopping = new AbortController();
   private readonly active = new Map<string, ActiveRun>();
   private schedules = new Map<string, EngineSchedule>();
@@ -102,24 +109,31 @@ export class Executor {
     this.schedules = new Map(schedules.map((s) => [s.name, s]));
   }
 
-  /** Starts taking deliveries. */
+  /** Starts taking deliveries: one worker on each lane's queue. */
   start(): void {
-    this.worker = new Worker<OccurrenceJobData>(this.keys.queueName, (job, token) => this.processSafely(job, token), {
-      connection: this.connection,
-      prefix: this.keys.ns,
-      concurrency: this.opts.concurrency,
-      lockDuration: this.opts.lockMs,
-      stalledInterval: this.opts.stalledIntervalMs,
-      // Stalls are counted by the claim script, which records the failure; BullMQ must not fail jobs silently.
-      maxStalledCount: 1_000_000,
-      autorun: true,
+    const lanes: [string, number][] = [
+      [this.keys.queueName, this.opts.concurrency],
+      [this.keys.backlogQueueName, this.opts.backlogConcurrency],
+    ];
+    this.workers = lanes.map(([queueName, concurrency]) => {
+      const worker = new Worker<OccurrenceJobData>(queueName, (job, token) => this.processSafely(job, token), {
+        connection: this.connection,
+        prefix: this.keys.ns,
+        concurrency,
+        lockDuration: this.opts.lockMs,
+        stalledInterval: this.opts.stalledIntervalMs,
+        // Stalls are counted by the claim script, which records the failure; BullMQ must not fail jobs silently.
+        maxStalledCount: 1_000_000,
+        autorun: true,
+      });
+      worker.on('error', (err) => this.log.debug({ err: err.message, queue: queueName }, 'queue worker error'));
+      // Losing BullMQ's lock only means the job may be delivered again; the claim (our lease) decides who runs,
+      // and a second delivery waits ('held') until this claim ends. So the run goes on.
+      worker.on('lockRenewalFailed', (ids: string[]) =>
+        this.log.warn({ jobs: ids }, 'queue lock lost; the claim lease still decides who runs'),
+      );
+      return worker;
     });
-    this.worker.on('error', (err) => this.log.debug({ err: err.message }, 'queue worker error'));
-    // Losing BullMQ's lock only means the job may be delivered again; the claim (our lease) decides who runs,
-    // and a second delivery waits ('held') until this claim ends. So the run goes on.
-    this.worker.on('lockRenewalFailed', (ids: string[]) =>
-      this.log.warn({ jobs: ids }, 'queue lock lost; the claim lease still decides who runs'),
-    );
   }
 
   /** Number of claims held now. */
@@ -132,8 +146,8 @@ export class Executor {
    * (released claim, job back in wait) so another replica claims them at once.
    */
   async stop(graceMs: number): Promise<void> {
-    if (!this.worker) return;
-    const closing = this.worker.close(); // stops fetching; resolves when processors returned
+    if (this.workers.length === 0) return;
+    const closing = Promise.all(this.workers.map((w) => w.close())); // stops fetching; resolves when processors returned
     this.stopping.abort(); // jobs still waiting for their fire time go back at once
     const deadline = Date.now() + graceMs;
     while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -177,7 +191,7 @@ export class Executor {
   private async process(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
     const d = job.data;
     const o = this.opts;
-    const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica };
+    const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica, origin: d.origin };
     const sched = this.schedules.get(d.schedule);
     if (!sched && this.isPublished(d.schedule) && this.clock.now() <= d.fireMs + o.horizonMs) {
       // Another replica runs this schedule (a rollout with different files): leave the delivery to it.
@@ -298,6 +312,7 @@ export class Executor {
       dueMs: d.dueMs,
       fireMs: d.fireMs,
       replica: o.replica,
+      origin: d.origin,
       attempt: claim.attempt,
       fencingToken: claim.token,
       startMs: claim.nowMs,

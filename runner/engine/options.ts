@@ -29,8 +29,18 @@ export interface RunnerOptions {
   horizonMs: number;
   /** How long run records (and finished BullMQ jobs) are kept. */
   retentionMs: number;
-  /** Runs (including prefetched ones waiting for their fire time) one replica holds at once. */
+  /**
+   * Live-lane slots: on-time occurrences (including prefetched ones waiting for their fire time) one replica
+   * holds at once. Nothing else uses them (enqueue.ts).
+   */
   concurrency: number;
+  /**
+   * Backlog-lane slots: runs of work asked for after the fact (trigger, resume, catch-up, admitted backfill)
+   * one replica holds at once, beside and never instead of the live slots.
+   */
+  backlogConcurrency: number;
+  /** Backfill occurrences admitted at once across the whole flock (scripts/backfill.ts): the backfill's pace. */
+  backfillConcurrency: number;
   /** On SIGTERM, how long running runs may finish before they are aborted and handed over. */
   shutdownGraceMs: number;
   /** A planned occurrence not claimed this long after its fire time is checked for a lost enqueue. */
@@ -50,6 +60,8 @@ export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
   horizonMs: 3_600_000,
   retentionMs: 86_400_000,
   concurrency: 200,
+  backlogConcurrency: 10,
+  backfillConcurrency: 2,
   shutdownGraceMs: 10_000,
   sweepAfterMs: 5_000,
 };
@@ -96,7 +108,9 @@ export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions
     o.retentionMs > o.horizonMs + o.lookaheadMs,
     `retentionMs (${o.retentionMs} ms) must exceed horizonMs + lookaheadMs (${o.horizonMs + o.lookaheadMs} ms): a replica that lagged behind must find the record of any occurrence it could still plan`,
   );
-  need(o.concurrency >= 1 && Number.isInteger(o.concurrency), 'concurrency must be a whole number ≥ 1');
+  for (const k of ['concurrency', 'backlogConcurrency', 'backfillConcurrency'] as const) {
+    need(o[k] >= 1 && Number.isInteger(o[k]), `${k} must be a whole number ≥ 1`);
+  }
   need(Number.isInteger(o.maxStalls) && o.maxStalls >= 0, 'maxStalls must be a whole number ≥ 0');
   need(o.replica.length > 0 && !/\s/.test(o.replica), 'replica must be a non-empty name without spaces');
   return o;

@@ -30,7 +30,6 @@
  * not every registered schedule; with R replicas each offers about 1/R of them.
  */
 import { randomBytes } from 'node:crypto';
-import type { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
@@ -39,7 +38,7 @@ import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { decide } from './dispositions.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
-import { enqueueOccurrences, type OccurrenceJobData } from './enqueue.js';
+import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
 
@@ -87,7 +86,7 @@ export class Planner {
 
   constructor(
     private readonly store: Store,
-    private readonly queue: Queue,
+    private readonly lanes: Lanes,
     private readonly keys: Keyspace,
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
@@ -337,7 +336,7 @@ export class Planner {
     const lost = await this.store.sweep({
       sweepAfterMs: this.opts.sweepAfterMs,
       limit: 200,
-      jobKeyPrefix: this.queue.toKey(''),
+      jobKeyPrefixes: [this.lanes.live.toKey(''), this.lanes.backlog.toKey('')],
       horizonMs: this.opts.horizonMs,
       retentionMs: this.opts.retentionMs,
     });
@@ -347,8 +346,9 @@ export class Planner {
     await this.enqueue(lost);
   }
 
-  private async enqueue(items: OccurrenceJobData[]): Promise<void> {
-    await enqueueOccurrences(this.queue, this.keys, this.clock, this.opts.prefetchMs, items);
+  /** Catch-up runs (their recorded reason says so) go to the backlog lane, the others to the live lane. */
+  private async enqueue(items: EnqueueItem[]): Promise<void> {
+    await enqueueOccurrences(this.lanes, this.keys, this.clock, this.opts.prefetchMs, items);
     this.counters.enqueued += items.length;
   }
 }

@@ -2,7 +2,6 @@
  * One replica: clock sync, planner and executor on one Redis. All replicas are equal; start as many as you
  * like against the same Redis and namespace.
  */
-import { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import { RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
@@ -13,7 +12,10 @@ import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
 import { explainRedisError } from '../redis/explain.js';
 import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
+import { totalBackfill } from '../records/backfill.js';
+import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
+import { closeLanes, openLanes, type Lanes } from './enqueue.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
@@ -57,7 +59,8 @@ export class Replica {
     readonly clock: RedisClock,
     readonly planner: Planner,
     readonly executor: Executor,
-    private readonly queue: Queue,
+    readonly admission: BackfillAdmission,
+    private readonly lanes: Lanes,
     private readonly conns: RedisClient[],
     private readonly log: Logger,
   ) {}
@@ -92,6 +95,7 @@ export class Replica {
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
     const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
     cache.onPass = (values) => metrics.setLastSuccess(values);
+    cache.onBackfill = (counts) => metrics.setBackfill(counts);
     const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
       c.on('error', (err: Error) => {
@@ -102,7 +106,7 @@ export class Replica {
       });
     }
     const staleAfterMs = Math.max(5_000, o.tickMs * 10);
-    const readiness = (): { ready: boolean; problems: string[] } => {
+    const readiness = (): { ready: boolean; problems: string[]; backfill?: { waiting: number; admitted: number } } => {
       const problems: string[] = [];
       if (cache.redisAgeMs > REDIS_STALE_MS) {
         problems.push(`redis: ${explainRedisError(new Error(cache.redisProblem ?? 'no answer'), connectionErrors).message}`);
@@ -112,7 +116,9 @@ export class Replica {
         const age = Date.now() - r.planner.lastTickOkAt;
         if (age > staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
       }
-      return { ready: problems.length === 0, problems };
+      // The backfill backlog is shown for information: it never makes a replica unready (admin/server.ts).
+      const backfill = cache.backfill.size > 0 ? totalBackfill(cache.backfill) : undefined;
+      return { ready: problems.length === 0, problems, ...(backfill ? { backfill } : {}) };
     };
     const admin = p.admin ? await AdminServer.start(p.admin, { metrics: () => metrics.render(), readiness }, log).catch(async (err: unknown) => {
       metrics.close();
@@ -124,18 +130,20 @@ export class Replica {
     try {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
-      const queue = new Queue(keys.queueName, { connection: cmd, prefix: keys.ns });
-      queue.on('error', (err) => log.debug({ err: err.message }, 'queue error'));
+      const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       const store = new Store(cmd, keys);
-      const planner = new Planner(store, queue, keys, clock, o, log);
+      const planner = new Planner(store, lanes, keys, clock, o, log);
       const executor = new Executor(store, keys, wrk, clock, o, log);
+      const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
       executor.onRun = (e) => {
         metrics.onRun(e);
+        // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+        if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
         p.onRun?.(e);
       };
       planner.onFinal = (x) => metrics.onPlannedFinal(x);
       executor.setSchedules(p.schedules);
-      const replica = (built = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log));
+      const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
       replica.metrics = metrics;
       replica.admin = admin;
       replica.cache = cache;
@@ -153,6 +161,7 @@ export class Replica {
       if (p.signal?.aborted) throw new ReplicaStartAborted();
       executor.start();
       await planner.start(p.schedules);
+      admission.start();
       r = replica;
       replica.syncClockLoop();
       return replica;
@@ -221,6 +230,7 @@ export class Replica {
         if (!(await settlesWithin(p, ms))) this.log.warn({ step: what, waitedMs: ms }, 'shutdown step did not finish in time; going on');
       };
       await step('planner', this.planner.stop(), STOP_STEP_MS);
+      await step('backfill admission', this.admission.stop(), STOP_STEP_MS);
       // The executor waits graceMs for runs, then up to 5 s for the hand-overs, then for BullMQ's worker to
       // close, which never happens while Redis is unreachable: once no run is held, give it STOP_STEP_MS more.
       const executorStopped = this.executor.stop(graceMs);
@@ -232,7 +242,7 @@ export class Replica {
         }
       })();
       await step('runs', Promise.race([executorStopped, runsGone]), graceMs + 5_000 + STOP_STEP_MS);
-      await step('queue', this.queue.close(), STOP_STEP_MS);
+      await step('queues', closeLanes(this.lanes), STOP_STEP_MS);
       await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
       await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
       this.metrics.close();

@@ -7,7 +7,7 @@
  * then others in the order Redis hands them out (HSCAN), shown sorted by name. With 100,000 schedules a status
  * costs a few dozen small commands, not 100,000.
  */
-import type { Queue } from 'bullmq';
+import type { Lanes } from '../engine/enqueue.js';
 import type { PublishedDefinition } from '../engine/definitions.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
@@ -92,7 +92,7 @@ const scheduleOf = (key: string): string => key.slice(0, key.lastIndexOf('@'));
 export async function readFlockStatus(
   redis: RedisClient,
   keys: Keyspace,
-  queue: Queue,
+  lanes: Lanes,
   o: { names?: readonly string[]; limit: number; overdueAfterMs: number },
 ): Promise<FlockStatus> {
   const nowMs = Number(await redis.eval(TIME_LUA, 1, keys.ns)); // the node that owns the flock's slot
@@ -197,7 +197,11 @@ export async function readFlockStatus(
     });
   }
 
-  const counts = await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+  // Both lanes (live and backlog) together: what the workers of the flock have in hand or ahead.
+  const counts: Record<string, number> = {};
+  for (const q of [lanes.live, lanes.backlog]) {
+    for (const [state, n] of Object.entries(await q.getJobCounts('wait', 'prioritized', 'delayed', 'active'))) counts[state] = (counts[state] ?? 0) + n;
+  }
   return {
     nowMs,
     replicas,

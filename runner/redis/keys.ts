@@ -10,8 +10,13 @@
 export class Keyspace {
   /** Hash-tagged prefix, used as BullMQ's `prefix` too. */
   readonly ns: string;
-  /** BullMQ queue name holding the occurrences. */
+  /** BullMQ queue of the live lane: occurrences the planner plans on time (see runner/engine/enqueue.ts). */
   readonly queueName = 'occurrences';
+  /**
+   * BullMQ queue of the backlog lane: work asked for after the fact (backfill, triggers, runs after resume,
+   * catch-up runs), served by workers of its own so that it never takes a live occurrence's place.
+   */
+  readonly backlogQueueName = 'backlog';
 
   constructor(readonly namespace: string = 'cronflock') {
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(namespace)) {
@@ -66,9 +71,30 @@ export class Keyspace {
   active(schedule: string): string {
     return `${this.ns}:active:${schedule}`;
   }
-  /** ZSET of a schedule's waiting backfill occurrences scored by due time (they run oldest first). */
+  /**
+   * ZSET of a schedule's backfill occurrences waiting for admission, scored by due time (admitted oldest
+   * first). Their run records have no expiry while they wait.
+   */
   backfillQueue(schedule: string): string {
     return `${this.ns}:bfq:${schedule}`;
+  }
+  /** Prefix of backfill-queue keys; scripts append the schedule name. */
+  get backfillQueuePrefix(): string {
+    return `${this.ns}:bfq:`;
+  }
+  /**
+   * ZSET of the schedules with backfill occurrences waiting or admitted, scored by the Redis time (ms) their
+   * backfill was first asked for: admission serves them in that order.
+   */
+  get backfillSchedules(): string {
+    return `${this.ns}:bfs`;
+  }
+  /**
+   * ZSET of admitted backfill occurrences not yet final, scored by admission time (Redis ms): what counts
+   * against the flock-wide backfill concurrency.
+   */
+  get backfillAdmitted(): string {
+    return `${this.ns}:bfa`;
   }
   /** HASH schedule → JSON {sinceMs, by}: schedules suspended at run time (`cronflock suspend`). */
   get suspended(): string {

@@ -1,6 +1,9 @@
 /**
  * The claim protocol, script by script, on a real redis-server: one live claim, fencing, the Redis clock,
- * the horizon, the starting deadline, the stall limit, the sweeper, and record retention.
+ * the horizon, the starting deadline, the stall limit, the sweeper, and record retention; and the backfill
+ * backlog: waiting records that do not expire, admission under a flock-wide cap (one at a time for Forbid,
+ * oldest first, schedules in the order asked, none while suspended), the claim sending a suspended schedule's
+ * admitted occurrence back to waiting, and cancellation.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +12,7 @@ import { RedisServerProcess } from './server-process.js';
 import { Store, type ClaimRequest } from './store.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
+import { backfillCounts } from '../records/backfill.js';
 
 let server: RedisServerProcess;
 let redis: Redis;
@@ -180,7 +184,7 @@ describe('renew, finish, release (fencing)', () => {
 });
 
 describe('sweep', () => {
-  const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefix: 'bull:', horizonMs: 60_000, retentionMs: 120_000 };
+  const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefixes: ['bull:', 'lane:'] as const, horizonMs: 60_000, retentionMs: 120_000 };
 
   it('returns planned occurrences whose queue job is missing, and closes those past the horizon as missed', async () => {
     const now = await redisNow();
@@ -202,6 +206,24 @@ describe('sweep', () => {
     expect(await store.sweep({ ...opts, horizonMs: 5_000 })).toEqual([]);
     expect(await record(lost)).toMatchObject({ state: 'missed', reason: 'not claimed within the catch-up horizon' });
     expect(await redis.zscore(keys.pending, lost)).toBeNull();
+  });
+
+  it('counts a job in either lane, and returns the reason that decides the lane of one to enqueue again', async () => {
+    const now = await redisNow();
+    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
+    const inBacklog = occurrenceKey('s', now - 10_000);
+    const lostCatchUp = occurrenceKey('s', now - 9_000);
+    const reason = 'catch-up: run late (catchUp all)';
+    await store.plan(
+      [
+        { schedule: 's', key: inBacklog, dueMs: now - 10_000, fireMs: now - 10_000, disposition: 'run', reason },
+        { schedule: 's', key: lostCatchUp, dueMs: now - 9_000, fireMs: now - 9_000, disposition: 'run', reason },
+      ],
+      o,
+    );
+    await redis.zadd(keys.pending, 0, inBacklog, 0, lostCatchUp);
+    await redis.hset(`lane:${keys.jobId(inBacklog)}`, 'data', '{}'); // its job is in the backlog lane
+    expect(await store.sweep(opts)).toEqual([{ key: lostCatchUp, schedule: 's', dueMs: now - 9_000, fireMs: now - 9_000, origin: 'schedule', reason }]);
   });
 
   it('returns a running occurrence whose lease lapsed and whose job is gone, never a live one', async () => {
@@ -279,21 +301,6 @@ describe('concurrency policy (claim)', () => {
     expect(await store.release(keysRun[0]!, 1, 'done')).toBe(true);
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
   });
-
-  it('backfill occurrences wait (never skip) and run oldest first under Forbid; they are de-duplicated', async () => {
-    const now = await redisNow();
-    const o = { schedule: 's', origin: 'backfill' as const, by: 'test', retentionMs: 120_000 };
-    const ks = [3, 2, 1].map((h) => ({ key: occurrenceKey('s', now - h * 3_600_000), dueMs: now - h * 3_600_000 }));
-    for (const k of ks) expect((await store.enqueueManual({ ...o, ...k })).created).toBe(true);
-    expect((await store.enqueueManual({ ...o, ...ks[0]! })).created).toBe(false);
-    const claimB = (i: number) => store.claim(req(ks[i]!.key, ks[i]!.dueMs, now, { origin: 'backfill', concurrencyPolicy: 'Forbid', lockMs: 60_000 }));
-    expect((await claimB(1)).status).toBe('held'); // not the oldest
-    expect((await claimB(0)).status).toBe('claimed');
-    expect((await claimB(1)).status).toBe('held'); // the oldest runs
-    expect(await store.finish(ks[0]!.key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
-    expect((await claimB(2)).status).toBe('held'); // order holds
-    expect((await claimB(1)).status).toBe('claimed');
-  });
 });
 
 describe('retries and suspension (claim/finish)', () => {
@@ -329,5 +336,108 @@ describe('retries and suspension (claim/finish)', () => {
     const m = occurrenceKey('s', now, 'manual');
     await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
     expect((await store.claim(req(m, now, now, { origin: 'manual' }))).status).toBe('claimed');
+  });
+});
+
+describe('backfill backlog', () => {
+  const RETENTION = 120_000;
+  const HOUR = 3_600_000;
+  /** `n` hourly due times of `schedule` ending an hour before now, oldest first. */
+  const hours = (schedule: string, now: number, n: number) => {
+    const base = Math.floor(now / HOUR) * HOUR - n * HOUR;
+    return Array.from({ length: n }, (_, i) => ({ key: occurrenceKey(schedule, base + i * HOUR), dueMs: base + i * HOUR }));
+  };
+  const enqueue = (schedule: string, items: { key: string; dueMs: number }[], policy: 'Allow' | 'Forbid' = 'Forbid') =>
+    store.enqueueBackfill({ schedule, items, policy, by: 'test', retentionMs: RETENTION });
+  const admit = (cap: number) => store.admitBackfill({ cap, retentionMs: RETENTION });
+  const claimReq = (schedule: string, it: { key: string; dueMs: number }, fireMs: number, over: Partial<ClaimRequest> = {}) =>
+    req(it.key, it.dueMs, fireMs, { schedule, origin: 'backfill', lockMs: 60_000, retentionMs: RETENTION, concurrencyPolicy: 'Forbid', ...over });
+  it('records waiting occurrences once, without expiry, outside pending and the queue', async () => {
+    const now = await redisNow();
+    const items = hours('s', now, 3);
+    expect(await enqueue('s', items)).toEqual(items.map((it) => it.key));
+    expect(await enqueue('s', items)).toEqual([]); // de-duplicated against the records
+    for (const it of items) {
+      expect(await record(it.key)).toMatchObject({ state: 'scheduled', origin: 'backfill', manual: true, dueMs: it.dueMs });
+      expect(await redis.pttl(keys.occurrence(it.key))).toBe(-1);
+    }
+    expect(await redis.zcard(keys.pending)).toBe(0);
+    expect(await redis.zrange(keys.backfillQueue('s'), 0, -1)).toEqual(items.map((it) => it.key));
+    expect(Object.fromEntries(await backfillCounts(redis, keys))).toEqual({ s: { waiting: 3, admitted: 0 } });
+  });
+
+  it('admits Forbid schedules one at a time, oldest first, schedules in the order asked, within the flock-wide cap', async () => {
+    const now = await redisNow();
+    const a = hours('a', now, 3);
+    const b = hours('b', now, 2);
+    const c = hours('c', now, 4);
+    await enqueue('a', a);
+    await enqueue('b', b);
+    await enqueue('c', c, 'Allow');
+    // cap 3: a's oldest, b's oldest (each Forbid: one at a time), then c (Allow) gets the last place.
+    const first = await admit(3);
+    expect(first.map((x) => x.key)).toEqual([a[0]!.key, b[0]!.key, c[0]!.key]);
+    const at = first[0]!.fireMs;
+    expect(at).toBeGreaterThanOrEqual(now);
+    const rec = await record(a[0]!.key);
+    expect(rec).toMatchObject({ state: 'scheduled', fireMs: at });
+    expect(await redis.pttl(keys.occurrence(a[0]!.key))).toBeGreaterThan(RETENTION - 5_000);
+    expect(await redis.zscore(keys.pending, a[0]!.key)).toBe(String(at));
+    expect(await admit(3)).toEqual([]); // full
+    expect(Object.fromEntries(await backfillCounts(redis, keys))).toEqual({
+      a: { waiting: 2, admitted: 1 },
+      b: { waiting: 1, admitted: 1 },
+      c: { waiting: 3, admitted: 1 },
+    });
+    // a's admitted one runs and finishes: its place goes to a's next one (a was asked first).
+    const cl = await store.claim(claimReq('a', a[0]!, at));
+    expect(cl.status).toBe('claimed');
+    expect(await admit(3)).toEqual([]); // running still counts
+    await store.finish(a[0]!.key, 1, { state: 'succeeded', retentionMs: RETENTION });
+    expect((await admit(3)).map((x) => x.key)).toEqual([a[1]!.key]);
+    // A larger cap lets an Allow schedule run several at once, still oldest first; Forbid ones stay one each.
+    expect((await admit(6)).map((x) => x.key)).toEqual([c[1]!.key, c[2]!.key, c[3]!.key]);
+  });
+
+  it('admits nothing of a suspended schedule; a claim sends an admitted one back to waiting, unrun', async () => {
+    const now = await redisNow();
+    const items = hours('s', now, 3);
+    await enqueue('s', items);
+    const [adm] = await admit(2);
+    await redis.hset(keys.suspended, 's', JSON.stringify({ sinceMs: now }));
+    expect(await admit(2)).toEqual([]);
+    expect(await store.claim(claimReq('s', items[0]!, adm!.fireMs))).toEqual({ status: 'paused' });
+    expect(await record(items[0]!.key)).toMatchObject({ state: 'scheduled', attempt: 0, fencingToken: 0 });
+    expect(await redis.pttl(keys.occurrence(items[0]!.key))).toBe(-1);
+    expect(await redis.zscore(keys.pending, items[0]!.key)).toBeNull();
+    expect(await redis.zrange(keys.backfillQueue('s'), 0, -1)).toEqual(items.map((it) => it.key));
+    expect(await admit(2)).toEqual([]);
+    expect(Object.fromEntries(await backfillCounts(redis, keys))).toEqual({ s: { waiting: 3, admitted: 0 } });
+    await redis.hdel(keys.suspended, 's');
+    expect((await admit(2)).map((x) => x.key)).toEqual([items[0]!.key]);
+  });
+
+  it('cancel records what has not started skipped; a run in flight goes on; the backlog empties', async () => {
+    const now = await redisNow();
+    const items = hours('s', now, 5);
+    await enqueue('s', items, 'Allow');
+    const [running, admittedOnly] = await admit(2);
+    expect((await store.claim(claimReq('s', items[0]!, running!.fireMs, { concurrencyPolicy: 'Allow' }))).status).toBe('claimed');
+    expect(await store.cancelBackfill('s', 'backfill cancelled', RETENTION)).toEqual({ cancelled: 4, started: 1 });
+    expect(await record(admittedOnly!.key)).toMatchObject({ state: 'skipped', reason: 'backfill cancelled' });
+    for (const it of items.slice(2)) {
+      expect(await record(it.key)).toMatchObject({ state: 'skipped', reason: 'backfill cancelled' });
+      expect(await redis.pttl(keys.occurrence(it.key))).toBeGreaterThan(0);
+    }
+    // The admitted one's queue job finds a final record and runs nothing.
+    expect(await store.claim(claimReq('s', items[1]!, admittedOnly!.fireMs, { concurrencyPolicy: 'Allow' }))).toEqual({
+      status: 'final',
+      state: 'skipped',
+    });
+    expect(await record(items[0]!.key)).toMatchObject({ state: 'running' });
+    expect(await store.finish(items[0]!.key, 1, { state: 'succeeded', retentionMs: RETENTION })).toEqual({ status: 'recorded' });
+    expect(await admit(2)).toEqual([]);
+    expect(await redis.zcard(keys.backfillSchedules)).toBe(0);
+    expect(await backfillCounts(redis, keys)).toEqual(new Map());
   });
 });

@@ -3,12 +3,26 @@
  */
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
+import { backfillAdmitScript, backfillCancelScript, backfillEnqueueScript } from './scripts/backfill.js';
 import { claimScript, enqueueManualScript } from './scripts/claim.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
 import { heartbeatScript } from './scripts/membership.js';
 import { planScript } from './scripts/plan.js';
 
-const SCRIPTS = [planScript, heartbeatScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript, enqueueManualScript];
+const SCRIPTS = [
+  planScript,
+  heartbeatScript,
+  claimScript,
+  renewScript,
+  finishScript,
+  releaseScript,
+  sweepScript,
+  abandonScript,
+  enqueueManualScript,
+  backfillEnqueueScript,
+  backfillAdmitScript,
+  backfillCancelScript,
+];
 
 /** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
 export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
@@ -33,6 +47,7 @@ export type ClaimResult =
   | { status: 'stale' }
   | { status: 'missed' }
   | { status: 'skipped'; reason: string }
+  | { status: 'paused' }
   | { status: 'stalled-out' };
 
 /** Parameters of a claim. */
@@ -59,6 +74,11 @@ export interface ClaimRequest {
 export type FinishResult = { status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' };
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+/** Backfill occurrences per enqueue or cancel script call: bounds how long one call blocks Redis. */
+const BACKFILL_CHUNK = 500;
+/** Schedules with backfill that one admission call looks at. */
+const BACKFILL_ADMIT_SCAN = 1000;
 
 /** The scripts, bound to one connection and one keyspace. */
 export class Store {
@@ -139,6 +159,7 @@ export class Store {
         return { status: 'skipped', reason: String(out[1]) };
       case 'stale':
       case 'missed':
+      case 'paused':
       case 'stalled-out':
         return { status: out[0] };
       default:
@@ -204,14 +225,14 @@ export class Store {
   }
 
   /**
-   * Records a trigger, backfill or resume occurrence (not bounded by the horizon) unless one with the same key
-   * exists. @returns whether it was created, and its fire time (Redis now).
+   * Records a trigger or resume occurrence (not bounded by the horizon) unless one with the same key exists.
+   * @returns whether it was created, and its fire time (Redis now).
    */
   async enqueueManual(o: {
     schedule: string;
     key: string;
     dueMs: number;
-    origin: Exclude<Origin, 'schedule'>;
+    origin: 'manual' | 'resume';
     by: string;
     retentionMs: number;
   }): Promise<{ created: boolean; fireMs: number }> {
@@ -221,7 +242,6 @@ export class Store {
       k.pending,
       k.runs(o.schedule),
       k.schedules,
-      k.backfillQueue(o.schedule),
       o.schedule,
       o.key,
       o.dueMs,
@@ -238,29 +258,120 @@ export class Store {
     return Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key)) === 1;
   }
 
-  /** Planned occurrences whose BullMQ job is missing, to enqueue again. */
+  /**
+   * Planned occurrences whose BullMQ job is missing, to enqueue again.
+   * @param o.jobKeyPrefixes the job key prefix (`queue.toKey('')`) of each lane's queue: a job in any counts.
+   * @returns each with its origin and, when it has one, its record's reason (together they decide its lane).
+   */
   async sweep(o: {
     sweepAfterMs: number;
     limit: number;
-    jobKeyPrefix: string;
+    jobKeyPrefixes: readonly [string, string?];
     horizonMs: number;
     retentionMs: number;
-  }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin }[]> {
+  }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin; reason?: string }[]> {
     const k = this.keys;
     const out = (await this.fns[sweepScript.name]!(
       k.pending,
       o.sweepAfterMs,
       o.limit,
       k.occurrencePrefix,
-      o.jobKeyPrefix,
+      o.jobKeyPrefixes[0],
       o.horizonMs,
       o.retentionMs,
+      o.jobKeyPrefixes[1] ?? '',
     )) as string[];
     const res = [];
-    for (let i = 0; i + 4 < out.length; i += 5) {
-      res.push({ key: out[i]!, schedule: out[i + 1]!, dueMs: Number(out[i + 2]), fireMs: Number(out[i + 3]), origin: out[i + 4] as Origin });
+    for (let i = 0; i + 5 < out.length; i += 6) {
+      const reason = out[i + 5];
+      res.push({
+        key: out[i]!,
+        schedule: out[i + 1]!,
+        dueMs: Number(out[i + 2]),
+        fireMs: Number(out[i + 3]),
+        origin: out[i + 4] as Origin,
+        ...(reason ? { reason } : {}),
+      });
     }
     return res;
+  }
+
+  /**
+   * Records backfill occurrences as waiting for admission (see scripts/backfill.ts), skipping every one that
+   * already has a record. Chunked: one script call per {@link BACKFILL_CHUNK} occurrences.
+   * @param o.policy the schedule's concurrency policy: Allow lets several be admitted at once.
+   * @returns the keys created, in the order given.
+   */
+  async enqueueBackfill(o: {
+    schedule: string;
+    items: readonly { key: string; dueMs: number }[];
+    policy: 'Allow' | 'Forbid' | 'Replace';
+    by: string;
+    retentionMs: number;
+  }): Promise<string[]> {
+    const k = this.keys;
+    const created: string[] = [];
+    for (let i = 0; i < o.items.length; i += BACKFILL_CHUNK) {
+      const args: (string | number)[] = [k.occurrencePrefix, o.schedule, o.by, o.policy, o.retentionMs];
+      for (const it of o.items.slice(i, i + BACKFILL_CHUNK)) args.push(it.key, it.dueMs);
+      const out = (await this.fns[backfillEnqueueScript.name]!(
+        k.backfillSchedules,
+        k.backfillQueue(o.schedule),
+        k.runs(o.schedule),
+        k.schedules,
+        ...args,
+      )) as string[];
+      created.push(...out);
+    }
+    return created;
+  }
+
+  /**
+   * Admits waiting backfill occurrences while fewer than `cap` are admitted across the flock (see
+   * scripts/backfill.ts for the order). @returns the occurrences admitted, to enqueue on the backlog lane
+   * (their fire time is the admission time, Redis ms).
+   */
+  async admitBackfill(o: { cap: number; retentionMs: number }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number }[]> {
+    const k = this.keys;
+    const out = (await this.fns[backfillAdmitScript.name]!(
+      k.backfillSchedules,
+      k.backfillAdmitted,
+      k.pending,
+      k.suspended,
+      k.occurrencePrefix,
+      k.backfillQueuePrefix,
+      o.cap,
+      o.retentionMs,
+      BACKFILL_ADMIT_SCAN,
+    )) as string[];
+    const res = [];
+    for (let i = 0; i + 3 < out.length; i += 4) {
+      res.push({ key: out[i]!, schedule: out[i + 1]!, dueMs: Number(out[i + 2]), fireMs: Number(out[i + 3]) });
+    }
+    return res;
+  }
+
+  /**
+   * Records every backfill occurrence of `schedule` that has not started `skipped` with `reason`.
+   * @returns how many were cancelled, and how many had started (running, or waiting for a retry) and go on.
+   */
+  async cancelBackfill(schedule: string, reason: string, retentionMs: number): Promise<{ cancelled: number; started: number }> {
+    const k = this.keys;
+    let cancelled = 0;
+    for (;;) {
+      const [n, left, started] = (await this.fns[backfillCancelScript.name]!(
+        k.backfillQueue(schedule),
+        k.backfillAdmitted,
+        k.pending,
+        k.occurrencePrefix,
+        schedule,
+        retentionMs,
+        reason,
+        BACKFILL_CHUNK,
+      )) as [number, number, number];
+      cancelled += Number(n);
+      if (Number(left) === 0) return { cancelled, started: Number(started) };
+    }
   }
 
   /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */

@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { freePort, RedisServerProcess } from '../../runner/redis/server-process.js';
 import { Flock, sleep, until } from '../support/flock.js';
+import { sumMetric as sum } from '../support/metrics.js';
 import { BIN, ReplicaProcess, ROOT } from '../support/replica.js';
 
 /** Calls per command since the server started (INFO commandstats). */
@@ -45,17 +46,6 @@ function scrape(url: string, keep = false): Promise<{ status: number; bytes: num
   });
 }
 
-/** Sums a metric's samples over scrapes, keeping lines whose labels include `labels`. */
-function sum(texts: string[], name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const text of texts) {
-    for (const line of text.split('\n')) {
-      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.split(' ').pop());
-    }
-  }
-  return total;
-}
 const get = async (url: string): Promise<{ status: number; text: string }> => {
   const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
   return { status: r.status, text: await r.text() };

@@ -22,6 +22,8 @@ export class Receiver {
   readonly deliveries: Delivery[] = [];
   /** Per schedule name: how long to hold the answer (ms). */
   holdMs = new Map<string, number>();
+  /** Per delivery: how long to hold the answer (ms); undefined falls back to {@link Receiver.holdMs}. */
+  holdFor: ((body: HttpJobBody) => number | undefined) | undefined;
   /** Per schedule name: status code to answer. */
   status = new Map<string, number>();
   /** Per schedule name: answer 500 to the first N calls of each occurrence, then as usual. */
@@ -44,7 +46,7 @@ export class Receiver {
         res.on('close', () => {
           if (!res.writableFinished) d.abortedMs = Date.now();
         });
-        const hold = ref.self!.holdMs.get(d.body.schedule) ?? 0;
+        const hold = ref.self!.holdFor?.(d.body) ?? ref.self!.holdMs.get(d.body.schedule) ?? 0;
         setTimeout(() => {
           if (res.destroyed) return;
           d.answeredMs = Date.now();

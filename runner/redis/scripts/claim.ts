@@ -15,7 +15,9 @@ import { LUA_PRELUDE } from './lua.js';
  * claimant learns it at its next renewal and its AbortSignal fires) and waits until they have stopped or lost
  * their claim; an older occurrence that finds a newer one running is recorded skipped (superseded). Allow with
  * maxConcurrent: waits for a free slot (within the starting deadline). Backfill occurrences never skip or
- * replace: they wait, and run oldest first.
+ * replace: they wait; their order and pace are the backfill admission's (scripts/backfill.ts). An admitted
+ * backfill occurrence of a suspended schedule goes back to waiting in its backfill queue, unrun (paused until
+ * `cronflock resume`).
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule (ZSET), KEYS[4] schedules
  * (SET), KEYS[5] active set of the schedule (ZSET), KEYS[6] suspended schedules (HASH), KEYS[7] backfill queue
@@ -32,6 +34,7 @@ import { LUA_PRELUDE } from './lua.js';
  *   {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
  *   {'missed'}                    recorded missed: it can no longer start within its starting deadline
  *   {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
+ *   {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
  *   {'stalled-out'}               recorded failed: it stalled more than maxStalls times
  */
 export const claimScript = {
@@ -71,6 +74,14 @@ if state == 'scheduled' and origin == 'schedule' then
     return {'missed'}
   end
 end
+if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', KEYS[6], schedule) == 1 then
+  -- Paused: admission leaves it waiting until the schedule is resumed.
+  rcall('HSET', occKey, 'admitted', 0)
+  rcall('PERSIST', occKey)
+  rcall('ZREM', KEYS[2], key)
+  rcall('ZADD', KEYS[7], dueMs, key)
+  return {'paused'}
+end
 
 -- Concurrency policy: who else of this schedule holds a live claim?
 rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1)
@@ -97,10 +108,6 @@ if #others > 0 then
   elseif maxConcurrent >= 0 and #others >= maxConcurrent then
     return {'held', 250, others[1]}
   end
-end
-if origin == 'backfill' then
-  local head = rcall('ZRANGE', KEYS[7], 0, 0)[1]
-  if head and head ~= key and policy ~= 'Allow' then return {'held', 250, head} end
 end
 
 if state == 'running' and rec[4] ~= '1' then
@@ -129,27 +136,22 @@ return {'claimed', token, attempt, now, firstStart}
 } as const;
 
 /**
- * enqueueManual: record an occurrence that does not come from the planner — `cronflock trigger` (origin
- * manual), `cronflock backfill` (origin backfill, de-duplicated against occurrences that already have a
- * record), and the run after `cronflock resume` (origin resume). Not bounded by the horizon: it is asked for.
+ * enqueueManual: record an occurrence that does not come from the planner and runs at once — `cronflock
+ * trigger` (origin manual) and the run after `cronflock resume` (origin resume). Not bounded by the horizon:
+ * it is asked for. (Backfill occurrences wait for admission instead: scripts/backfill.ts.)
  *
- * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule, KEYS[4] schedules (SET),
- * KEYS[5] backfill queue of the schedule (ZSET)
+ * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule, KEYS[4] schedules (SET)
  * ARGV[1] schedule, ARGV[2] occurrence key, ARGV[3] dueMs, ARGV[4] origin, ARGV[5] who asked,
  * ARGV[6] retentionMs
  * Returns: {created (0|1), fireMs}: fireMs is now on the Redis clock (it runs at once).
  */
 export const enqueueManualScript = {
   name: 'cronflockEnqueueManual',
-  numberOfKeys: 5,
+  numberOfKeys: 4,
   lua: `${LUA_PRELUDE}
 if rcall('EXISTS', KEYS[1]) == 1 then return {0, 0} end
 createRecord(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], now, ARGV[4], 'scheduled', '', ARGV[5], tonumber(ARGV[6]))
 rcall('ZADD', KEYS[2], now, ARGV[2])
-if ARGV[4] == 'backfill' then
-  rcall('ZADD', KEYS[5], ARGV[3], ARGV[2])
-  rcall('HSET', KEYS[1], 'queueKey', KEYS[5])
-end
 return {1, now}
 `,
 } as const;

@@ -96,8 +96,10 @@ return 1
  * Entries that are fine are moved to the back (score = now), so every open occurrence gets its turn.
  *
  * KEYS[1] pending (ZSET); ARGV[1] sweepAfterMs, ARGV[2] limit, ARGV[3] run-record key prefix,
- * ARGV[4] BullMQ job key prefix (queue.toKey('')), ARGV[5] horizonMs, ARGV[6] retentionMs
- * Returns: flat list of occurrence key, schedule, dueMs, fireMs, origin for each occurrence to enqueue again.
+ * ARGV[4] BullMQ job key prefix (queue.toKey('')) of the live lane, ARGV[5] horizonMs, ARGV[6] retentionMs,
+ * ARGV[7] BullMQ job key prefix of the backlog lane ('' for none): a job in either lane counts
+ * Returns: flat list of occurrence key, schedule, dueMs, fireMs, origin, reason for each occurrence to enqueue
+ * again (origin and reason decide its lane).
  */
 export const sweepScript = {
   name: 'cronflockSweep',
@@ -107,7 +109,7 @@ local keys = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'L
 local out = {}
 for _, key in ipairs(keys) do
   local occKey = ARGV[3] .. key
-  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil', 'origin')
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil', 'origin', 'reason')
   local state = rec[5]
   if not rec[1] or isFinal(state) then
     rcall('ZREM', KEYS[1], key)
@@ -115,9 +117,10 @@ for _, key in ipairs(keys) do
     finalize(occKey, 'missed', 'not claimed within the catch-up horizon', tonumber(ARGV[6]), KEYS[1], key)
   else
     local lapsed = state ~= 'running' or tonumber(rec[6] or '0') < now
-    if lapsed and rcall('EXISTS', ARGV[4] .. string.gsub(key, ':', '-')) == 0 then
+    local jobId = string.gsub(key, ':', '-')
+    if lapsed and rcall('EXISTS', ARGV[4] .. jobId) == 0 and (ARGV[7] == '' or rcall('EXISTS', ARGV[7] .. jobId) == 0) then
       out[#out + 1] = key; out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]
-      out[#out + 1] = rec[7] or 'schedule'
+      out[#out + 1] = rec[7] or 'schedule'; out[#out + 1] = rec[8] or ''
     end
     rcall('ZADD', KEYS[1], now, key)
   end

@@ -10,11 +10,12 @@
  * (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
  * skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
  * completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
- * firstStartMs, startMs, latenessMs, endMs, error, result.
+ * firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
+ * concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
  *
  * While claimed, an occurrence is also in its schedule's `active` ZSET (score: lease end), which is how the
  * concurrency policy sees runs on every replica; backfill occurrences wait in their schedule's backfill queue
- * ZSET (score: due time) so they run oldest first.
+ * ZSET (score: due time; `queueKey` names it) until admitted, oldest first (scripts/backfill.ts).
  */
 
 /** `now` in ms from the server clock, and the helpers the scripts share. */
