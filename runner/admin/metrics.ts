@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } 
 /** How long a scrape waits for the flock-wide last-success times from Redis. */
 const LAST_SUCCESS_READ_TIMEOUT_MS = 1_000;
 import type { RunEvent } from '../engine/executor.js';
-import type { PlannedOccurrence } from '../redis/store.js';
+import type { PlannedFinal } from '../redis/store.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { RedisClock } from '../redis/clock.js';
@@ -22,6 +22,8 @@ export class Metrics {
   private readonly lateness: Histogram<'schedule'>;
   private readonly active: Gauge;
   readonly redisErrors: Counter;
+  /** Steps of this host's wall clock that the replica noticed (RedisClock.detectStep). */
+  readonly clockSteps: Counter;
 
   constructor(o: { redis: RedisClient; keys: Keyspace; clock: RedisClock; activeRuns: () => number; replica: string }) {
     const r = this.registry;
@@ -64,13 +66,18 @@ export class Metrics {
     });
     new Gauge({
       name: 'cronflock_clock_skew_seconds',
-      help: 'Redis server time minus this host time (positive: this host is behind)',
+      help: 'Redis server time minus this host wall-clock time, now (positive: this host is behind); beyond ±5 s the replica is not ready',
       registers: [r],
       collect() {
         this.set(o.clock.offsetMs / 1000);
       },
     });
     this.redisErrors = new Counter({ name: 'cronflock_redis_errors_total', help: 'Redis connection and command errors', registers: [r] });
+    this.clockSteps = new Counter({
+      name: 'cronflock_clock_steps_total',
+      help: 'Steps of this host wall clock noticed (wall-clock and monotonic progress differed by 500 ms or more)',
+      registers: [r],
+    });
     new Gauge({
       name: 'cronflock_last_success_timestamp_seconds',
       help: 'Redis time of the latest success of each schedule, flock-wide (alert on time() minus this)',
@@ -116,8 +123,8 @@ export class Metrics {
   }
 
   /** Feeds an occurrence the planner recorded missed or skipped. */
-  onPlannedFinal(o: PlannedOccurrence): void {
-    this.notRun.inc({ schedule: o.schedule, state: o.disposition, reason: reasonLabel(o.reason) });
+  onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
+    this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The admin HTTP server of a replica: `/metrics` (Prometheus), `/healthz` (the process is alive) and
- * `/readyz` (Redis answers and the planner completed a tick recently: the replica is doing its share).
+ * `/readyz` (Redis answers, the planner completed a tick recently, and the host clock is within bounds of the
+ * Redis clock: the replica is doing its share as it should).
  * Binds 127.0.0.1 by default: metrics name schedules, and nothing here needs to be public.
  */
 import { createServer, type Server } from 'node:http';
@@ -13,10 +14,12 @@ import type { Metrics } from './metrics.js';
 export interface ReadinessProbe {
   /** Resolves when Redis answers a PING (rejects otherwise). */
   ping(): Promise<unknown>;
-  /** Host time of the planner's last completed tick (ms). */
+  /** Monotonic time (performance.now(), ms) of the planner's last completed tick. */
   lastTickOkAt(): number;
   /** A tick older than this makes the replica not ready. */
   staleAfterMs: number;
+  /** Other reasons not to be ready now (e.g. the host clock far off the Redis clock), one sentence each. */
+  problems?(): string[];
 }
 
 /** Parses `host:port` (port 0: any free port). @throws Error with a hint when malformed. */
@@ -51,8 +54,9 @@ export class AdminServer {
           } catch (err) {
             problems.push(`redis: ${(err as Error).message}`);
           }
-          const age = Date.now() - probe.lastTickOkAt();
+          const age = performance.now() - probe.lastTickOkAt();
           if (age > probe.staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
+          problems.push(...(probe.problems?.() ?? []));
           res
             .writeHead(problems.length ? 503 : 200, { 'content-type': 'application/json' })
             .end(`${JSON.stringify({ ready: problems.length === 0, problems })}\n`);

@@ -24,6 +24,7 @@ import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
+import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -135,13 +136,14 @@ export class Executor {
     if (!this.worker) return;
     const closing = this.worker.close(); // stops fetching; resolves when processors returned
     this.stopping.abort(); // jobs still waiting for their fire time go back at once
-    const deadline = Date.now() + graceMs;
-    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // Monotonic: a step of the host clock must not cut the grace short or stretch it.
+    const deadline = performance.now() + graceMs;
+    while (this.active.size > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
     // Wait for the hand-overs (release + job back in wait), not for job code that ignores its signal: that
     // code is fenced, and the process must be able to exit.
-    const handoverDeadline = Date.now() + 5_000;
-    while (this.active.size > 0 && Date.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
+    const handoverDeadline = performance.now() + 5_000;
+    while (this.active.size > 0 && performance.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
     await closing;
   }
 
@@ -159,6 +161,15 @@ export class Executor {
   }
 
   /**
+   * Puts the job back in the delayed set, due at `redisMs` on the Redis clock (not this host's), and ends this
+   * delivery. Fails harmlessly when our queue lock is gone (then BullMQ's stall check delivers it again).
+   */
+  private async giveBackUntil(job: Job<OccurrenceJobData>, token: string | undefined, redisMs: number): Promise<never> {
+    await delayJobUntil(this.worker!, job, token, this.clock, redisMs).catch(() => undefined);
+    throw new DelayedError();
+  }
+
+  /**
    * A delivery that fails for an unexpected reason (Redis unreachable mid-way, a bug) goes back to the queue
    * a second later rather than into BullMQ's failed set, where nothing would deliver it again. If even that
    * fails (Redis away), the job keeps its place in `active` and BullMQ's stall check delivers it again.
@@ -169,8 +180,7 @@ export class Executor {
     } catch (err) {
       if (err instanceof WaitingError || err instanceof DelayedError) throw err;
       this.log.warn({ occurrence: job.data.key, err: (err as Error).message }, 'delivery failed; retrying in 1 s');
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
+      return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
   }
 
@@ -179,10 +189,16 @@ export class Executor {
     const o = this.opts;
     const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica };
     const sched = this.schedules.get(d.schedule);
-    if (!sched && this.isPublished(d.schedule) && this.clock.now() <= d.fireMs + o.horizonMs) {
-      // Another replica runs this schedule (a rollout with different files): leave the delivery to it.
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
+    if (!sched && this.isPublished(d.schedule)) {
+      // Another replica runs this schedule (a rollout with different files): leave the delivery to it, until the
+      // horizon has passed on the Redis clock.
+      const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
+      if ((await this.store.abandon(d.key, 'skipped', reason, o.retentionMs, { minAgeMs: o.horizonMs })) === 'too-early') {
+        return this.giveBackUntil(job, token, this.clock.now() + 1000);
+      }
+      this.log.warn({ occurrence: d.key }, reason);
+      this.emit({ ...base, state: 'skipped', error: reason });
+      return;
     }
     if (!sched) {
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
@@ -194,16 +210,15 @@ export class Executor {
     const kind = findJobKind(sched.job.kind);
     if (!kind) throw new Error(`unknown job kind ${sched.job.kind}`); // refused at load; unreachable
     if (!this.isCurrent(sched)) {
-      if (this.clock.now() > d.fireMs + o.horizonMs) {
-        const reason = 'no replica ran the current definition within the horizon';
-        await this.store.abandon(d.key, 'missed', reason, o.retentionMs);
+      // A newer definition of this schedule is published: leave the run to a replica that has it; past the
+      // horizon on the Redis clock, nobody ran it in time.
+      const reason = 'no replica ran the current definition within the horizon';
+      if ((await this.store.abandon(d.key, 'missed', reason, o.retentionMs, { minAgeMs: o.horizonMs })) !== 'too-early') {
         this.emit({ ...base, state: 'missed', error: reason });
         return;
       }
-      // A newer definition of this schedule is published: leave the run to a replica that has it.
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
+      return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
@@ -218,7 +233,11 @@ export class Executor {
     // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back. The
     // margin covers the timer's and the clock estimate's millisecond rounding: without it most first claims
     // arrived 0–2 ms early and were refused ('early'), a second claim round trip for ~75 % of occurrences.
-    await sleep(this.clock.delayUntil(d.fireMs) + FIRE_MARGIN_MS, this.stopping.signal);
+    // A delivery far earlier than any healthy worker promotes (a host clock far ahead promoted it) goes back to
+    // the delayed set instead of holding a slot until then.
+    const untilFire = this.clock.delayUntil(d.fireMs);
+    if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, d.fireMs - o.prefetchMs);
+    await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
     let claim;
     for (;;) {
       if (this.stopping.signal.aborted) return this.giveBack(job, token);
@@ -239,7 +258,11 @@ export class Executor {
         concurrencyPolicy: sched.concurrencyPolicy,
         maxConcurrent: sched.maxConcurrent,
       });
-      if (claim.status === 'early') await sleep(claim.waitMs + 1, this.stopping.signal);
+      if (claim.status === 'early') {
+        // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.
+        if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
+        await sleep(claim.waitMs + 1, this.stopping.signal);
+      }
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
         if (performance.now() - sentMono > o.lockMs / 2) {
@@ -338,8 +361,8 @@ export class Executor {
       if (result.status === 'retrying') {
         log.warn({ error, retryAt: iso(result.retryAtMs) }, 'run failed; retrying');
         this.emit({ ...base, state: 'retrying', error, endMs });
-        // Deliver the same job again at the retry time (BullMQ delays run on this host's clock).
-        await job.moveToDelayed(result.retryAtMs - this.clock.offsetMs, token);
+        // Deliver the same job again at the retry time, on the Redis clock.
+        await delayJobUntil(this.worker!, job, token, this.clock, result.retryAtMs);
         throw new DelayedError();
       }
       log.info({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');

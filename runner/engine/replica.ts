@@ -4,7 +4,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
-import { RedisClock, type ClockSample } from '../redis/clock.js';
+import { MAX_HOST_SKEW_MS, RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
@@ -18,10 +18,17 @@ import type { EngineSchedule } from './schedule.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
+/** How often the host wall clock is checked for a step (against the monotonic clock). */
+const CLOCK_STEP_CHECK_MS = 250;
 
 /** A running replica. Create with {@link Replica.start}. */
 export class Replica {
   private clockTimer: NodeJS.Timeout | undefined;
+  private stepTimer: NodeJS.Timeout | undefined;
+  /** The sync in flight, if any: a step and the periodic loop share it. */
+  private syncing: Promise<void> | undefined;
+  /** Whether the host clock was within MAX_HOST_SKEW_MS of the Redis clock at the last look (logged on change). */
+  private hostClockInBounds = true;
   /** Prometheus metrics of this replica. */
   metrics!: Metrics;
   /** The admin server, when started. */
@@ -101,11 +108,18 @@ export class Replica {
     executor.start();
     await planner.start(p.schedules);
     r.syncClockLoop();
+    r.watchClockSteps();
+    r.checkHostClockBounds();
     if (p.admin) {
       r.admin = await AdminServer.start(
         p.admin,
         metrics,
-        { ping: () => cmd.ping(), lastTickOkAt: () => planner.lastTickOkAt, staleAfterMs: Math.max(5_000, o.tickMs * 10) },
+        {
+          ping: () => cmd.ping(),
+          lastTickOkAt: () => planner.lastTickOkAt,
+          staleAfterMs: Math.max(5_000, o.tickMs * 10),
+          problems: () => (clock.hostClockInBounds ? [] : [hostClockProblem(clock.offsetMs)]),
+        },
         log,
       );
     }
@@ -140,15 +154,54 @@ export class Replica {
 
   private syncClockLoop(): void {
     this.clockTimer = setTimeout(() => {
-      this.clock
-        .sync()
-        .then((s) => this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample'))
-        .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
-        .finally(() => {
-          if (!this.stopped) this.syncClockLoop();
-        });
+      void this.syncClock().finally(() => {
+        if (!this.stopped) this.syncClockLoop();
+      });
     }, CLOCK_SYNC_MS);
     this.clockTimer.unref?.();
+  }
+
+  /** One clock sample (shared with a sync already in flight); logs a sample that disagreed with the estimate. */
+  private syncClock(): Promise<void> {
+    this.syncing ??= this.clock
+      .sync()
+      .then((s) => {
+        if (s.jumpMs !== undefined) this.log.warn({ jumpMs: s.jumpMs, skewMs: Math.round(s.offsetMs) }, 'Redis clock estimate re-based: a sample disagreed with the previous ones');
+        else this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample');
+      })
+      .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
+      .finally(() => {
+        this.syncing = undefined;
+        this.checkHostClockBounds();
+      });
+    return this.syncing;
+  }
+
+  /**
+   * Watches the host wall clock for steps (it moved unlike the monotonic clock): the Redis-time estimate does
+   * not move with it (it rests on the monotonic clock), but BullMQ and the measured skew do, so a step is logged,
+   * counted and measured again at once rather than at the next periodic sync.
+   */
+  private watchClockSteps(): void {
+    this.clock.detectStep(); // first reference point
+    this.stepTimer = setInterval(() => {
+      const stepMs = this.clock.detectStep();
+      if (stepMs === null) return;
+      this.metrics.clockSteps.inc();
+      this.log.warn({ stepMs, skewMs: Math.round(this.clock.offsetMs) }, 'host clock stepped');
+      void this.syncClock();
+    }, CLOCK_STEP_CHECK_MS);
+    this.stepTimer.unref?.();
+  }
+
+  /** Logs when the host clock leaves or re-enters MAX_HOST_SKEW_MS of the Redis clock (readiness follows it). */
+  private checkHostClockBounds(): void {
+    const inBounds = this.clock.hostClockInBounds;
+    if (inBounds === this.hostClockInBounds) return;
+    this.hostClockInBounds = inBounds;
+    const skewMs = Math.round(this.clock.offsetMs);
+    if (inBounds) this.log.info({ skewMs }, 'host clock back within bounds of the Redis clock');
+    else this.log.warn({ skewMs, limitMs: MAX_HOST_SKEW_MS }, hostClockProblem(skewMs));
   }
 
   /**
@@ -159,12 +212,19 @@ export class Replica {
     if (this.stopped) return;
     this.stopped = true;
     if (this.clockTimer) clearTimeout(this.clockTimer);
+    if (this.stepTimer) clearInterval(this.stepTimer);
     await this.planner.stop();
     await this.executor.stop(graceMs);
     await this.queue.close().catch(() => undefined);
     await this.admin?.close();
     for (const c of this.conns) c.disconnect();
   }
+}
+
+/** Why a replica whose host clock is far off the Redis clock is not ready (readiness, log line). */
+function hostClockProblem(skewMs: number): string {
+  const off = `${Math.abs(Math.round(skewMs / 1000))} s ${skewMs < 0 ? 'ahead of' : 'behind'}`;
+  return `host clock: ${off} the Redis clock (limit ${MAX_HOST_SKEW_MS / 1000} s); runs still follow the Redis clock, but fix this host's time synchronisation`;
 }
 
 /**

@@ -6,7 +6,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Keyspace } from './keys.js';
 import { RedisServerProcess } from './server-process.js';
-import { Store, type ClaimRequest } from './store.js';
+import { Store, type ClaimRequest, type PlannedOccurrence, type PlanPolicy } from './store.js';
+import { keepFireTimes } from '../engine/dispositions.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
 
@@ -44,14 +45,21 @@ function req(key: string, dueMs: number, fireMs: number, over: Partial<ClaimRequ
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** An offer of one schedule's candidates, as the planner makes it (engine/dispositions.ts). */
+function offer(schedule: string, cands: { dueMs: number; fireMs: number }[], p: Partial<PlanPolicy> = {}): PlannedOccurrence[] {
+  const policy: PlanPolicy = { suspend: false, startingDeadlineMs: null, catchUp: 'latest', maxCatchUpRuns: 10, ...p };
+  const keep = keepFireTimes(cands, policy);
+  return cands.map((c, i) => ({ schedule, key: occurrenceKey(schedule, c.dueMs), ...c, keepFireMs: keep[i]!, policy }));
+}
+const planOpts = { horizonMs: 60_000, retentionMs: 120_000, catchUpGraceMs: 1000, replica: 'a' };
+
 describe('plan', () => {
   it('records an occurrence once, however many replicas offer it', async () => {
     const now = await redisNow();
-    const key = occurrenceKey('s', now + 1000);
-    const item = { schedule: 's', key, dueMs: now + 1000, fireMs: now + 1200, disposition: 'run' as const, reason: '' };
-    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
-    expect((await store.plan([item], o)).toEnqueue).toEqual([key]);
-    expect((await store.plan([item], { ...o, replica: 'b' })).toEnqueue).toEqual([]);
+    const item = offer('s', [{ dueMs: now + 1000, fireMs: now + 1200 }]);
+    const key = item[0]!.key;
+    expect((await store.plan(item, planOpts)).toEnqueue).toEqual([key]);
+    expect((await store.plan(item, { ...planOpts, replica: 'b' })).toEnqueue).toEqual([]);
     expect(await record(key)).toMatchObject({ state: 'scheduled', fencingToken: 0, fireMs: now + 1200 });
     expect(await redis.zscore(keys.pending, key)).toBe(String(now + 1200));
     expect(await redis.hget(keys.watermarks, 's')).toBe(String(now + 1000));
@@ -59,28 +67,72 @@ describe('plan', () => {
 
   it('never creates an occurrence older than the horizon (a lagging replica cannot revive it)', async () => {
     const now = await redisNow();
-    const key = occurrenceKey('s', now - 61_000);
-    const r = await store.plan([{ schedule: 's', key, dueMs: now - 61_000, fireMs: now - 61_000, disposition: 'run', reason: '' }], {
-      horizonMs: 60_000, retentionMs: 120_000, replica: 'a',
-    });
+    const items = offer('s', [{ dueMs: now - 61_000, fireMs: now - 61_000 }], { catchUp: 'all' });
+    const r = await store.plan(items, planOpts);
     expect(r.toEnqueue).toEqual([]);
-    expect(await redis.exists(keys.occurrence(key))).toBe(0);
+    expect(await redis.exists(keys.occurrence(items[0]!.key))).toBe(0);
   });
 
-  it('records missed and skipped occurrences as final states with their reason', async () => {
-    const now = await redisNow();
-    const k1 = occurrenceKey('s', now - 5000);
-    const k2 = occurrenceKey('s', now - 4000);
-    const r = await store.plan(
-      [
-        { schedule: 's', key: k1, dueMs: now - 5000, fireMs: now - 5000, disposition: 'missed', reason: 'catch-up: none' },
-        { schedule: 's', key: k2, dueMs: now - 4000, fireMs: now - 4000, disposition: 'skipped', reason: 'suspended' },
-      ],
-      { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' },
-    );
-    expect(r).toEqual({ toEnqueue: [], finals: [k1, k2] });
-    expect(await record(k1)).toMatchObject({ state: 'missed', reason: 'catch-up: none' });
-    expect(await record(k2)).toMatchObject({ state: 'skipped', reason: 'suspended' });
+  describe('decides on the Redis clock what runs', () => {
+    // Ten occurrences a second apart; the Redis clock reads 9 s after the first due time: with a catch-up grace
+    // of 1 s, all are overdue but the last two.
+    async function decide(name: string, p: Partial<PlanPolicy>, split = false) {
+      const base = (await redisNow()) - 9000;
+      const items = offer(name, Array.from({ length: 10 }, (_, i) => ({ dueMs: base + i * 1000, fireMs: base + i * 1000 + 100 })), p);
+      // A long offer travels in several plan calls: each row is decided on its own.
+      const parts = split ? [items.slice(0, 4), items.slice(4)] : [items];
+      for (const part of parts) await store.plan(part, planOpts);
+      const recs = await Promise.all(items.map((it) => record(it.key)));
+      return {
+        runs: recs.flatMap((r, i) => (r!.state === 'scheduled' ? [i] : [])),
+        recs,
+      };
+    }
+
+    it('catchUp latest: the newest overdue one runs late, the others are missed with the reason', async () => {
+      const { runs, recs } = await decide('latest', {});
+      expect(runs).toEqual([7, 8, 9]);
+      expect(recs[0]).toMatchObject({ state: 'missed', reason: 'catch-up: superseded by a later overdue occurrence' });
+      expect(recs[7]).toMatchObject({ state: 'scheduled', reason: 'catch-up: run late (catchUp latest)' });
+      expect(recs[8]!.reason).toBeUndefined();
+    });
+    it('catchUp none runs no overdue occurrence; all runs the newest maxCatchUpRuns', async () => {
+      expect((await decide('none', { catchUp: 'none' })).runs).toEqual([8, 9]);
+      const all = await decide('all', { catchUp: 'all', maxCatchUpRuns: 3 });
+      expect(all.runs).toEqual([5, 6, 7, 8, 9]);
+      expect(all.recs[4]).toMatchObject({ state: 'missed', reason: 'catch-up: more than maxCatchUpRuns (3) overdue' });
+    });
+    it('decides each row on its own, so an offer split over several calls gives the same answer', async () => {
+      expect((await decide('split-latest', {}, true)).runs).toEqual([7, 8, 9]);
+      expect((await decide('split-all', { catchUp: 'all', maxCatchUpRuns: 3 }, true)).runs).toEqual([5, 6, 7, 8, 9]);
+    });
+    it('starting deadline: later ones are missed whatever the catch-up policy; suspended ones are skipped', async () => {
+      const d = await decide('deadline', { catchUp: 'all', startingDeadlineMs: 2500 });
+      expect(d.runs).toEqual([7, 8, 9]);
+      expect(d.recs[6]).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded' });
+      const s = await decide('suspended', { suspend: true });
+      expect(s.recs.every((r) => r!.state === 'skipped' && r!.reason === 'suspended')).toBe(true);
+    });
+    it('an offer from a replica whose clock reads an hour ahead records nothing missed (it is not overdue on TIME)', async () => {
+      const now = await redisNow();
+      // What a planner that believes it is an hour later offers: the due times of the coming hour.
+      const items = offer('ahead', Array.from({ length: 1800 }, (_, i) => ({ dueMs: now + i * 2000, fireMs: now + i * 2000 })));
+      const r = await store.plan(items, planOpts);
+      expect(r.finals).toEqual([]);
+      expect(r.toEnqueue).toHaveLength(1800);
+    });
+    it('returns what it recorded final, with the state and reason, for the metrics', async () => {
+      const now = await redisNow();
+      const items = offer('finals', [
+        { dueMs: now - 5000, fireMs: now - 5000 },
+        { dueMs: now - 4000, fireMs: now - 4000 },
+      ], { catchUp: 'none' });
+      const r = await store.plan(items, planOpts);
+      expect(r).toEqual({
+        toEnqueue: [],
+        finals: items.map((it) => ({ key: it.key, state: 'missed', reason: 'catch-up: none (overdue when planned)' })),
+      });
+    });
   });
 });
 
@@ -184,16 +236,10 @@ describe('sweep', () => {
 
   it('returns planned occurrences whose queue job is missing, and closes those past the horizon as missed', async () => {
     const now = await redisNow();
-    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
     const lost = occurrenceKey('s', now - 10_000);
     const enqueued = occurrenceKey('s', now - 9_000);
-    await store.plan(
-      [
-        { schedule: 's', key: lost, dueMs: now - 10_000, fireMs: now - 10_000, disposition: 'run', reason: '' },
-        { schedule: 's', key: enqueued, dueMs: now - 9_000, fireMs: now - 9_000, disposition: 'run', reason: '' },
-      ],
-      o,
-    );
+    const items = offer('s', [{ dueMs: now - 10_000, fireMs: now - 10_000 }, { dueMs: now - 9_000, fireMs: now - 9_000 }], { catchUp: 'all' });
+    expect((await store.plan(items, planOpts)).toEnqueue).toEqual([lost, enqueued]);
     await redis.hset(`bull:${keys.jobId(enqueued)}`, 'data', '{}'); // the job of \`enqueued\` exists
     expect(await store.sweep(opts)).toEqual([{ key: lost, schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, origin: 'schedule' }]);
     // Checked entries go to the back: an immediate second sweep finds nothing due for a check.

@@ -7,20 +7,54 @@ import { claimScript, enqueueManualScript } from './scripts/claim.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
 import { heartbeatScript } from './scripts/membership.js';
 import { planScript } from './scripts/plan.js';
+import { dueDelayedScript } from './scripts/queue.js';
 
-const SCRIPTS = [planScript, heartbeatScript, claimScript, renewScript, finishScript, releaseScript, sweepScript, abandonScript, enqueueManualScript];
+const SCRIPTS = [
+  planScript,
+  heartbeatScript,
+  claimScript,
+  renewScript,
+  finishScript,
+  releaseScript,
+  sweepScript,
+  abandonScript,
+  enqueueManualScript,
+  dueDelayedScript,
+];
 
 /** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
 export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
 
-/** What the planner hands to {@link Store.plan}. Times are UTC ms. */
+/** Catch-up policy after downtime (see the plan script). */
+export type CatchUpPolicy = 'none' | 'latest' | 'all';
+
+/** The schedule fields the plan script decides on (its header states the rules). Durations in ms. */
+export interface PlanPolicy {
+  suspend: boolean;
+  /** null: no starting deadline. */
+  startingDeadlineMs: number | null;
+  catchUp: CatchUpPolicy;
+  maxCatchUpRuns: number;
+}
+
+/** What the planner offers to {@link Store.plan}. Times are UTC ms. */
 export interface PlannedOccurrence {
   schedule: string;
   key: string;
   dueMs: number;
   fireMs: number;
-  /** `run`: record it scheduled and enqueue; `missed`/`skipped`: record that final state with `reason`. */
-  disposition: 'run' | 'missed' | 'skipped';
+  /**
+   * Fire time of the occurrence the catch-up policy's keep count places later in the same offer of this schedule
+   * (engine/dispositions.ts), or null when the offer has none.
+   */
+  keepFireMs: number | null;
+  policy: PlanPolicy;
+}
+
+/** An occurrence the plan script recorded in a final state, on the Redis clock. */
+export interface PlannedFinal {
+  key: string;
+  state: 'missed' | 'skipped';
   reason: string;
 }
 
@@ -77,21 +111,33 @@ export class Store {
   }
 
   /**
-   * Records occurrences idempotently (first writer wins). With `mark`, the call also stores it as the replica's
-   * plan mark (see {@link Store.planMark}).
-   * @returns keys newly recorded as scheduled (to enqueue), and keys newly recorded missed or skipped.
+   * Records occurrences idempotently (first writer wins) and decides on the Redis clock which run and which are
+   * recorded missed or skipped (see the plan script). With `mark`, the call also stores it as the replica's plan
+   * mark (see {@link Store.planMark}). Items of one schedule must be consecutive and in due-time order.
+   * @returns keys newly recorded scheduled (to enqueue), and the occurrences newly recorded missed or skipped.
    */
   async plan(
     items: readonly PlannedOccurrence[],
-    o: { horizonMs: number; retentionMs: number; replica: string; mark?: string },
-  ): Promise<{ toEnqueue: string[]; finals: string[] }> {
+    o: { horizonMs: number; retentionMs: number; catchUpGraceMs: number; replica: string; mark?: string },
+  ): Promise<{ toEnqueue: string[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? ''];
-    for (const it of items) args.push(it.schedule, it.dueMs, it.fireMs, it.key, it.disposition, it.reason);
+    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? '', o.catchUpGraceMs];
+    for (let i = 0; i < items.length; ) {
+      const { schedule, policy: p } = items[i]!;
+      let j = i;
+      while (j < items.length && items[j]!.schedule === schedule && items[j]!.policy === p) j++;
+      args.push(schedule, j - i, p.suspend ? 1 : 0, p.startingDeadlineMs ?? -1, p.catchUp, p.maxCatchUpRuns);
+      for (; i < j; i++) {
+        const it = items[i]!;
+        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1);
+      }
+    }
     const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
-    const bar = out.lastIndexOf('|');
-    return { toEnqueue: out.slice(0, bar), finals: out.slice(bar + 1) };
+    const bar = out.indexOf('|');
+    const finals: PlannedFinal[] = [];
+    for (let i = bar + 1; i + 2 < out.length; i += 3) finals.push({ key: out[i]!, state: out[i + 1] as PlannedFinal['state'], reason: out[i + 2]! });
+    return { toEnqueue: out.slice(0, bar), finals };
   }
 
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
@@ -231,10 +277,21 @@ export class Store {
     return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
 
-  /** Closes an unclaimed occurrence with a final state. @returns false when it was final or held. */
-  async abandon(key: string, state: 'skipped' | 'missed', reason: string, retentionMs: number): Promise<boolean> {
+  /**
+   * Closes an unclaimed occurrence with a final state, unless it is final or held by a live claim.
+   * @param o.minAgeMs close it only when its fire time is more than this in the past on the Redis clock.
+   * @returns `recorded`; `unchanged` when it was final, held or gone; `too-early` when younger than minAgeMs.
+   */
+  async abandon(
+    key: string,
+    state: 'skipped' | 'missed',
+    reason: string,
+    retentionMs: number,
+    o: { minAgeMs?: number } = {},
+  ): Promise<'recorded' | 'unchanged' | 'too-early'> {
     const k = this.keys;
-    return Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key)) === 1;
+    const code = Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1));
+    return code === 1 ? 'recorded' : code === 2 ? 'too-early' : 'unchanged';
   }
 
   /** Planned occurrences whose BullMQ job is missing, to enqueue again. */
@@ -260,6 +317,14 @@ export class Store {
       res.push({ key: out[i]!, schedule: out[i + 1]!, dueMs: Number(out[i + 2]), fireMs: Number(out[i + 3]), origin: out[i + 4] as Origin });
     }
     return res;
+  }
+
+  /**
+   * Ids of BullMQ delayed jobs (in the ZSET `delayedKey`) whose delay is over on the Redis clock, oldest first.
+   * @param limit most ids returned.
+   */
+  async dueDelayed(delayedKey: string, limit: number): Promise<string[]> {
+    return (await this.fns[dueDelayedScript.name]!(delayedKey, limit)) as string[];
   }
 
   /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */

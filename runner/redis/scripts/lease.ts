@@ -128,19 +128,23 @@ return out
 
 /**
  * abandon: close an occurrence that will not be claimed (its schedule is unknown to this replica, or was
- * removed) with a final state and reason, unless it is already final or held by a live claim.
+ * removed, or no replica ran its current definition in time) with a final state and reason, unless it is
+ * already final or held by a live claim. With a minimum age, it is closed only once its fire time is that far
+ * in the past on the Redis clock: "too late to run" is decided on `TIME`, never on a host's estimate.
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] state (skipped | missed), ARGV[2] reason,
- * ARGV[3] retentionMs, ARGV[4] occurrence key
- * Returns: 1 when recorded, 0 otherwise.
+ * ARGV[3] retentionMs, ARGV[4] occurrence key, ARGV[5] minimum age of the fire time in ms (-1: none)
+ * Returns: 1 when recorded; 0 when final, held or gone; 2 when younger than the minimum age (nothing changed).
  */
 export const abandonScript = {
   name: 'cronflockAbandon',
   numberOfKeys: 2,
   lua: `${LUA_PRELUDE}
-local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil')
+local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil', 'fireMs')
 if not rec[1] or isFinal(rec[1]) then return 0 end
 if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return 0 end
+local minAgeMs = tonumber(ARGV[5] or '-1')
+if minAgeMs >= 0 and now - tonumber(rec[3] or '0') <= minAgeMs then return 2 end
 finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
 return 1
 `,
