@@ -33,7 +33,7 @@ export class Metrics {
     collectDefaultMetrics({ register: r, prefix: 'cronflock_process_' });
     this.runs = new Counter({
       name: 'cronflock_runs_total',
-      help: 'Attempts that ended, by schedule and final state (succeeded, failed, retrying)',
+      help: 'Attempts that ended, by schedule and outcome: succeeded, failed (the occurrence failed for good), retrying (a failed attempt that will be retried)',
       labelNames: ['schedule', 'state'],
       registers: [r],
     });

@@ -147,6 +147,20 @@ export class Executor {
     await closing;
   }
 
+  /**
+   * Closes an occurrence this replica will not run (the abandon script) and reports the state recorded: the one
+   * asked for, or failed when the occurrence had started; nothing is reported when it was already final or is
+   * held by a live claim.
+   * @param minAgeMs close it only once its fire time is this far in the past on the Redis clock.
+   * @returns false when it is younger than that (nothing recorded: the caller gives the delivery back).
+   */
+  private async closeUnrun(base: Omit<RunEvent, 'state'>, state: 'skipped' | 'missed', reason: string, minAgeMs?: number): Promise<boolean> {
+    const r = await this.store.abandon(base.key, state, reason, this.opts.retentionMs, { minAgeMs });
+    if (r.outcome === 'too-early') return false;
+    this.emit(r.outcome === 'recorded' ? { ...base, state: r.state, error: reason } : { ...base, state: 'final' });
+    return true;
+  }
+
   private emit(e: RunEvent): void {
     try {
       this.onRun?.(e);
@@ -189,22 +203,13 @@ export class Executor {
     const o = this.opts;
     const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica };
     const sched = this.schedules.get(d.schedule);
-    if (!sched && this.isPublished(d.schedule)) {
-      // Another replica runs this schedule (a rollout with different files): leave the delivery to it, until the
-      // horizon has passed on the Redis clock.
-      const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
-      if ((await this.store.abandon(d.key, 'skipped', reason, o.retentionMs, { minAgeMs: o.horizonMs })) === 'too-early') {
-        return this.giveBackUntil(job, token, this.clock.now() + 1000);
-      }
-      this.log.warn({ occurrence: d.key }, reason);
-      this.emit({ ...base, state: 'skipped', error: reason });
-      return;
-    }
     if (!sched) {
+      // With another replica running this schedule (a rollout with different files), leave the delivery to it
+      // until the horizon has passed on the Redis clock.
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
-      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
+      const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
+      if (!closed) return this.giveBackUntil(job, token, this.clock.now() + 1000);
       this.log.warn({ occurrence: d.key }, reason);
-      this.emit({ ...base, state: 'skipped', error: reason });
       return;
     }
     const kind = findJobKind(sched.job.kind);
@@ -212,11 +217,7 @@ export class Executor {
     if (!this.isCurrent(sched)) {
       // A newer definition of this schedule is published: leave the run to a replica that has it; past the
       // horizon on the Redis clock, nobody ran it in time.
-      const reason = 'no replica ran the current definition within the horizon';
-      if ((await this.store.abandon(d.key, 'missed', reason, o.retentionMs, { minAgeMs: o.horizonMs })) !== 'too-early') {
-        this.emit({ ...base, state: 'missed', error: reason });
-        return;
-      }
+      if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
       return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
@@ -224,9 +225,7 @@ export class Executor {
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
       // Planned under an earlier definition whose cron is gone: the current one (ours, checked above) does not
       // have this due time.
-      const reason = 'schedule changed: not a due time of the current definition';
-      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
-      this.emit({ ...base, state: 'skipped', error: reason });
+      await this.closeUnrun(base, 'skipped', 'schedule changed: not a due time of the current definition');
       return;
     }
 
@@ -265,17 +264,25 @@ export class Executor {
       }
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
+        for (const r of claim.replaced) {
+          // Older runs waiting to retry that this claim ended (concurrencyPolicy Replace): their final failure.
+          this.log.info({ occurrence: r.key, by: d.key }, 'run waiting to retry replaced; recorded failed');
+          this.emit({ schedule: d.schedule, key: r.key, dueMs: r.dueMs, fireMs: r.fireMs, replica: o.replica, state: 'failed', error: `replaced by ${d.key} (concurrencyPolicy Replace)` });
+        }
         if (performance.now() - sentMono > o.lockMs / 2) {
           // The answer took so long (Redis or this process paused) that the lease may lapse before the first
           // renewal: starting the job now could let it run unfenced for a moment. Give the claim up unrun (the
           // release is token-guarded and is not counted as a stall) and claim again.
           this.log.warn({ occurrence: d.key, fencingToken: claim.token, waitedMs: Math.round(performance.now() - sentMono) }, 'claim answered too late to hold; claiming again');
-          await this.store.release(d.key, claim.token, 'claim answered after half its lease').catch(() => false);
+          await this.store.release(d.key, claim.token, 'claim answered after half its lease', o.lockMs).catch(() => false);
           continue;
         }
         return this.run(job, token, sched, kind, claim, sentMono);
-      }
-      else {
+      } else if (claim.status === 'failed') {
+        this.log.warn({ occurrence: d.key, reason: claim.reason, error: claim.error }, 'run replaced before its retry; recorded failed');
+        this.emit({ ...base, state: 'failed', error: claim.error });
+        return;
+      } else {
         const reason = claim.status === 'skipped' ? claim.reason : undefined;
         this.log.info({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
         this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });
@@ -390,7 +397,7 @@ export class Executor {
     base: Omit<RunEvent, 'state'>,
   ): Promise<never> {
     const key = job.data.key;
-    await this.store.release(key, fencingToken, lost.message).catch(() => false);
+    await this.store.release(key, fencingToken, lost.message, this.opts.lockMs).catch(() => false);
     log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
     void settled.then(async (r) => {
       const res = await this.finish(key, fencingToken, r, 0).catch(() => ({ status: 'refused' as const }));
@@ -417,6 +424,7 @@ export class Executor {
       error: r.ok ? '' : errorText(r.err),
       result,
       retentionMs: this.opts.retentionMs,
+      lockMs: this.opts.lockMs,
       retries,
       retryBackoffMs: sched?.retryBackoffMs,
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,

@@ -212,8 +212,8 @@ describe('renew, finish, release (fencing)', () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now);
     await store.claim(req(key, now, now, { lockMs: 60_000 }));
-    expect(await store.release(key, 2, 'not mine')).toBe(false);
-    expect(await store.release(key, 1, 'shutdown')).toBe(true);
+    expect(await store.release(key, 2, 'not mine', 1000)).toBe(false);
+    expect(await store.release(key, 1, 'shutdown', 1000)).toBe(true);
     expect(await store.claim(req(key, now, now, { replica: 'b' }))).toMatchObject({ status: 'claimed', token: 2 });
     expect(await record(key)).toMatchObject({ stalls: 0, handovers: 1 });
   });
@@ -322,7 +322,7 @@ describe('concurrency policy (claim)', () => {
     for (const [i, k] of keysRun.entries()) await running(k, now - 3000 + i * 1000, { maxConcurrent: 2 });
     const third = occurrenceKey('s', now - 1000);
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('held');
-    expect(await store.release(keysRun[0]!, 1, 'done')).toBe(true);
+    expect(await store.finish(keysRun[0]!, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
   });
 
@@ -339,6 +339,105 @@ describe('concurrency policy (claim)', () => {
     expect(await store.finish(ks[0]!.key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect((await claimB(2)).status).toBe('held'); // order holds
     expect((await claimB(1)).status).toBe('claimed');
+  });
+});
+
+describe('a started occurrence keeps its place (retries, hand-overs)', () => {
+  const retry = { retentionMs: 120_000, lockMs: 1000, retries: 2, retryBackoffMs: 1600, retryBackoffMaxMs: 1600 };
+  /** Claims `key` and fails its attempt with a retry left: it waits 0.8–1.6 s for its retry. */
+  async function failWithRetryLeft(key: string, due: number, over: Partial<ClaimRequest> = {}): Promise<number> {
+    const c = await store.claim(req(key, due, due, { lockMs: 1000, ...over }));
+    if (c.status !== 'claimed') throw new Error(`not claimed: ${JSON.stringify(c)}`);
+    const f = await store.finish(key, c.token, { state: 'failed', error: 'boom', ...retry });
+    if (f.status !== 'retrying') throw new Error(`not retrying: ${JSON.stringify(f)}`);
+    return f.retryAtMs;
+  }
+
+  it('Forbid: a new occurrence is skipped while one waits to retry; the retry is never skipped, it waits its turn', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    const retryAt = await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Forbid' });
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).toEqual({
+      status: 'skipped',
+      reason: `overlap: ${a} waiting to retry (concurrencyPolicy Forbid)`,
+    });
+    // Another run holds the schedule when the retry comes (here: a manual one claimed while A's place lapsed).
+    await redis.zrem(keys.active('s'), a);
+    const m = occurrenceKey('s', now, 'manual');
+    await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
+    expect((await store.claim(req(m, now, now, { origin: 'manual', concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(Math.max(0, retryAt - (await redisNow())) + 20);
+    expect((await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid' }))).status).toBe('held');
+    expect(await record(a)).toMatchObject({ state: 'retrying' });
+    await store.finish(m, 1, { state: 'succeeded', retentionMs: 120_000 });
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid' }))).toMatchObject({ status: 'claimed', attempt: 2 });
+    expect(await store.finish(a, 2, { state: 'failed', error: 'boom again', ...retry, retries: 1 })).toEqual({ status: 'recorded' });
+    expect(await record(a)).toMatchObject({ state: 'failed', error: 'boom again', attempt: 2 });
+  });
+
+  it('Replace: a newer occurrence ends one waiting to retry failed (replaced) and starts at once', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Replace' });
+    const c = await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Replace' }));
+    expect(c).toMatchObject({ status: 'claimed', replaced: [{ key: a, dueMs: now - 2000, fireMs: now - 2000 }] });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'replaced', error: `replaced by ${b} (concurrencyPolicy Replace)` });
+    // Its retry, delivered later, runs nothing.
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({ status: 'final', state: 'failed' });
+  });
+
+  it('Replace: a started occurrence that finds a newer one running ends failed (replaced), not skipped', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    const retryAt = await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Replace' });
+    await redis.zrem(keys.active('s'), a); // its place lapsed; B started meanwhile
+    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(Math.max(0, retryAt - (await redisNow())) + 20);
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({
+      status: 'failed',
+      reason: 'replaced',
+      error: `replaced by ${b} (concurrencyPolicy Replace)`,
+    });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'replaced' });
+  });
+
+  it('maxConcurrent: one waiting to retry keeps its slot', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await failWithRetryLeft(a, now - 2000, { maxConcurrent: 1 });
+    expect((await store.claim(req(b, now - 1000, now - 1000, { maxConcurrent: 1 }))).status).toBe('held');
+    expect(await record(b)).toMatchObject({ state: 'scheduled' });
+  });
+
+  it('keeps the place until retryAt + lock, then it lapses (nobody took the retry up); a hand-over keeps it for the lock', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const retryAt = await failWithRetryLeft(a, now - 2000);
+    expect(Number(await redis.zscore(keys.active('s'), a))).toBe(retryAt + 1000);
+    await sleep(Math.max(0, retryAt + 1000 - (await redisNow())) + 20);
+    const b = occurrenceKey('s', now - 1000);
+    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).status).toBe('claimed');
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    // A hand-over (SIGTERM): B keeps its place for the lock, so a new occurrence is skipped meanwhile.
+    expect(await store.release(b, 1, 'shutdown', 5000)).toBe(true);
+    const c = occurrenceKey('s', now);
+    expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('skipped');
+  });
+
+  it('an occurrence that started and is abandoned (schedule removed while it waits to retry) ends failed, not skipped', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    await failWithRetryLeft(a, now - 2000);
+    expect(await store.abandon(a, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'failed' });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'schedule removed', error: 'boom' });
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    const b = occurrenceKey('s', now - 1000);
+    await store.plan(offer('s', [{ dueMs: now - 1000, fireMs: now - 1000 }], { catchUp: 'all' }), planOpts);
+    expect(await store.abandon(b, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'skipped' });
   });
 });
 

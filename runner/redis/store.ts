@@ -60,13 +60,22 @@ export interface PlannedFinal {
 
 /** Result of {@link Store.claim}; see the claim script for the meaning of each status. */
 export type ClaimResult =
-  | { status: 'claimed'; token: number; attempt: number; nowMs: number; firstStartMs: number }
+  | {
+      status: 'claimed';
+      token: number;
+      attempt: number;
+      nowMs: number;
+      firstStartMs: number;
+      /** Older occurrences waiting to retry that this claim ended failed: replaced (concurrencyPolicy Replace). */
+      replaced: { key: string; dueMs: number; fireMs: number }[];
+    }
   | { status: 'early'; waitMs: number }
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
   | { status: 'stale' }
   | { status: 'missed' }
   | { status: 'skipped'; reason: string }
+  | { status: 'failed'; reason: string; error: string }
   | { status: 'stalled-out' };
 
 /** Parameters of a claim. */
@@ -167,14 +176,18 @@ export class Store {
       r.maxConcurrent ?? -1,
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
-      case 'claimed':
+      case 'claimed': {
+        const replaced = [];
+        for (let i = 5; i + 2 < out.length; i += 3) replaced.push({ key: String(out[i]), dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]) });
         return {
           status: 'claimed',
           token: Number(out[1]),
           attempt: Number(out[2]),
           nowMs: Number(out[3]),
           firstStartMs: Number(out[4]),
+          replaced,
         };
+      }
       case 'early':
         return { status: 'early', waitMs: Number(out[1]) };
       case 'held':
@@ -183,6 +196,8 @@ export class Store {
         return { status: 'final', state: String(out[1]) };
       case 'skipped':
         return { status: 'skipped', reason: String(out[1]) };
+      case 'failed':
+        return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
       case 'stale':
       case 'missed':
       case 'stalled-out':
@@ -207,7 +222,8 @@ export class Store {
 
   /**
    * Records an attempt's result if `token` is still current and its lease live; a failure with retries left
-   * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter.
+   * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter, keeping its place in
+   * the schedule's active set until retryAt + lockMs.
    */
   async finish(
     key: string,
@@ -218,6 +234,8 @@ export class Store {
       error?: string;
       result?: string;
       retentionMs: number;
+      /** The claim lease; a retrying run keeps its place this long after its retry time. */
+      lockMs?: number;
       retries?: number;
       retryBackoffMs?: number;
       retryBackoffMaxMs?: number;
@@ -238,14 +256,18 @@ export class Store {
       r.retryBackoffMs ?? 1000,
       r.retryBackoffMaxMs ?? 300_000,
       Math.random(),
+      r.lockMs ?? 4_000,
     )) as [number, number];
     if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
     return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
 
-  /** Gives a claim up so another replica can claim at once. @returns false when it was no longer ours. */
-  async release(key: string, token: number, why: string): Promise<boolean> {
-    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key)) === 1;
+  /**
+   * Gives a claim up so another replica can claim at once; the occurrence keeps its place in the schedule's
+   * active set for `lockMs` meanwhile. @returns false when it was no longer ours.
+   */
+  async release(key: string, token: number, why: string, lockMs: number): Promise<boolean> {
+    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key, lockMs)) === 1;
   }
 
   /**
@@ -278,9 +300,11 @@ export class Store {
   }
 
   /**
-   * Closes an unclaimed occurrence with a final state, unless it is final or held by a live claim.
+   * Closes an unclaimed occurrence with a final state, unless it is final or held by a live claim. One that has
+   * started (waiting to retry, handed over) is recorded failed with the reason instead.
    * @param o.minAgeMs close it only when its fire time is more than this in the past on the Redis clock.
-   * @returns `recorded`; `unchanged` when it was final, held or gone; `too-early` when younger than minAgeMs.
+   * @returns `recorded` with the state recorded; `unchanged` when it was final, held or gone; `too-early` when
+   *   younger than minAgeMs.
    */
   async abandon(
     key: string,
@@ -288,10 +312,14 @@ export class Store {
     reason: string,
     retentionMs: number,
     o: { minAgeMs?: number } = {},
-  ): Promise<'recorded' | 'unchanged' | 'too-early'> {
+  ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
-    const code = Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1));
-    return code === 1 ? 'recorded' : code === 2 ? 'too-early' : 'unchanged';
+    const [code, recorded] = (await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1)) as [
+      number,
+      string,
+    ];
+    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as 'skipped' | 'missed' | 'failed' };
+    return { outcome: Number(code) === 2 ? 'too-early' : 'unchanged' };
   }
 
   /** Planned occurrences whose BullMQ job is missing, to enqueue again. */

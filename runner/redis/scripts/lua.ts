@@ -3,7 +3,7 @@
  * replicas on skewed hosts agree (promise 5), and runs atomically, so a claim, a renewal or a completion is
  * never interleaved with another replica's.
  *
- * Every open occurrence (scheduled or running) is in the `pending` ZSET until it is final; the sweeper walks it
+ * Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper walks it
  * so that no open occurrence can be left without a queue job (promise 2: nothing silent).
  *
  * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, origin
@@ -12,9 +12,11 @@
  * completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
  * firstStartMs, startMs, latenessMs, endMs, error, result.
  *
- * While claimed, an occurrence is also in its schedule's `active` ZSET (score: lease end), which is how the
- * concurrency policy sees runs on every replica; backfill occurrences wait in their schedule's backfill queue
- * ZSET (score: due time) so they run oldest first.
+ * From its first claim until it is final, an occurrence is also in its schedule's `active` ZSET, which is how
+ * the concurrency policy sees runs on every replica: score = lease end while an attempt runs, and while it waits
+ * to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
+ * whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
+ * Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
  */
 
 /** `now` in ms from the server clock, and the helpers the scripts share. */
@@ -50,9 +52,18 @@ local function deactivate(occKey, key)
   if activeKey then rcall('ZREM', activeKey, key) end
 end
 
+-- Keeps a started occurrence in its schedule's active set until untilMs (Redis ms) while no attempt of it runs
+-- (waiting to retry, or handed over): it keeps its place, and lapses from the set if nobody takes it up.
+local function holdPlace(occKey, key, untilMs)
+  local activeKey = rcall('HGET', occKey, 'activeKey')
+  if activeKey then rcall('ZADD', activeKey, untilMs, key) end
+end
+
 -- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
--- lives retentionMs.
+-- lives retentionMs. An occurrence that has started (an attempt was claimed) ends succeeded or failed: asked
+-- to record it missed or skipped, this records it failed with that reason. Returns the state recorded.
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
+  if (state == 'missed' or state == 'skipped') and rcall('HEXISTS', occKey, 'firstStartMs') == 1 then state = 'failed' end
   rcall('HSET', occKey, 'state', state, 'endMs', now)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
   rcall('HDEL', occKey, 'leaseUntil')
@@ -61,5 +72,6 @@ local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   deactivate(occKey, key)
   local queueKey = rcall('HGET', occKey, 'queueKey')
   if queueKey then rcall('ZREM', queueKey, key) end
+  return state
 end
 `;
