@@ -428,6 +428,18 @@ describe('a started occurrence keeps its place (retries, hand-overs)', () => {
     expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('skipped');
   });
 
+  it('abandon with a minimum age decides "too late" on the Redis clock: a younger occurrence is left alone', async () => {
+    const now = await redisNow();
+    const [a, b] = offer('s', [{ dueMs: now - 5000, fireMs: now - 5000 }, { dueMs: now - 3000, fireMs: now - 3000 }], { catchUp: 'all' });
+    await store.plan([a!, b!], planOpts);
+    // Fired 5 s ago on the Redis clock: younger than 60 s.
+    expect(await store.abandon(a!.key, 'missed', 'too late', 120_000, { minAgeMs: 60_000 })).toEqual({ outcome: 'too-early' });
+    expect(await record(a!.key)).toMatchObject({ state: 'scheduled' });
+    // Fired 3 s ago: older than 2 s.
+    expect(await store.abandon(b!.key, 'missed', 'too late', 120_000, { minAgeMs: 2000 })).toEqual({ outcome: 'recorded', state: 'missed' });
+    expect(await store.abandon(b!.key, 'missed', 'too late', 120_000)).toEqual({ outcome: 'unchanged' });
+  });
+
   it('an occurrence that started and is abandoned (schedule removed while it waits to retry) ends failed, not skipped', async () => {
     const now = await redisNow();
     const a = occurrenceKey('s', now - 2000);

@@ -83,7 +83,7 @@ end
 -- Concurrency policy: who else of this schedule holds a live claim, or keeps its place between attempts?
 -- An occurrence that has started (an attempt was claimed before) keeps its place too: the policy may make it
 -- wait, or end it replaced, but never records it skipped.
-local started = tonumber(rec[7] or '0') > 0
+local started = hasStarted(occKey)
 rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1)
 local others = {}
 for _, other in ipairs(rcall('ZRANGE', KEYS[5], 0, -1)) do

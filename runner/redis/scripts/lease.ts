@@ -152,6 +152,9 @@ if not rec[1] or isFinal(rec[1]) then return {0, ''} end
 if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return {0, ''} end
 local minAgeMs = tonumber(ARGV[5] or '-1')
 if minAgeMs >= 0 and now - tonumber(rec[3] or '0') <= minAgeMs then return {2, ''} end
-return {1, finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])}
+local state = ARGV[1]
+if hasStarted(KEYS[1]) then state = 'failed' end
+finalize(KEYS[1], state, ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
+return {1, state}
 `,
 } as const;

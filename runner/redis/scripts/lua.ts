@@ -59,11 +59,15 @@ local function holdPlace(occKey, key, untilMs)
   if activeKey then rcall('ZADD', activeKey, untilMs, key) end
 end
 
+-- True once an attempt of the occurrence was claimed: it has started, and ends succeeded or failed (the
+-- engine never records it missed or skipped).
+local function hasStarted(occKey)
+  return rcall('HEXISTS', occKey, 'firstStartMs') == 1
+end
+
 -- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
--- lives retentionMs. An occurrence that has started (an attempt was claimed) ends succeeded or failed: asked
--- to record it missed or skipped, this records it failed with that reason. Returns the state recorded.
+-- lives retentionMs.
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
-  if (state == 'missed' or state == 'skipped') and rcall('HEXISTS', occKey, 'firstStartMs') == 1 then state = 'failed' end
   rcall('HSET', occKey, 'state', state, 'endMs', now)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
   rcall('HDEL', occKey, 'leaseUntil')
@@ -72,6 +76,5 @@ local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   deactivate(occKey, key)
   local queueKey = rcall('HGET', occKey, 'queueKey')
   if queueKey then rcall('ZREM', queueKey, key) end
-  return state
 end
 `;
