@@ -6,8 +6,8 @@ import type { Keyspace } from '../redis/keys.js';
 
 /**
  * States of an occurrence. `scheduled`, `running` and `retrying` (a failed attempt waits for its retry) are open;
- * the others are final. An occurrence that has started (an attempt was claimed) ends `succeeded` or `failed`,
- * never `missed` or `skipped`.
+ * the others are final. The engine's policies and deadlines never record an occurrence that has started (an
+ * attempt was claimed) `missed` or `skipped`: it ends `succeeded` or `failed`.
  */
 export type RunState = 'scheduled' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'missed' | 'skipped';
 

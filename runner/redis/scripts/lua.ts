@@ -59,8 +59,8 @@ local function holdPlace(occKey, key, untilMs)
   if activeKey then rcall('ZADD', activeKey, untilMs, key) end
 end
 
--- True once an attempt of the occurrence was claimed: it has started, and ends succeeded or failed (the
--- engine never records it missed or skipped).
+-- True once an attempt of the occurrence was claimed: it has started, and the engine's policies and deadlines
+-- never record it missed or skipped (it ends succeeded or failed).
 local function hasStarted(occKey)
   return rcall('HEXISTS', occKey, 'firstStartMs') == 1
 end
