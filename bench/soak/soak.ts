@@ -196,7 +196,7 @@ export function judge(i: JudgeInput): Verdict {
   if (rec === null) {
     if (ds.length > 0) problems.push('ranWithoutRecord');
     problems.push('noRecord');
-  } else if (rec.state === 'scheduled' || rec.state === 'running') {
+  } else if (rec.state === 'scheduled' || rec.state === 'running' || rec.state === 'retrying') {
     problems.push('open');
   } else {
     const f = i.finals[0];
@@ -523,7 +523,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const rec = recs.get(key) ?? null;
       const ds = (deliveries.get(key) ?? []).sort((a, b) => a.token - b.token || a.receivedMs - b.receivedMs);
       const fs = finals.get(key) ?? [];
-      const open = rec !== null && (rec.state === 'scheduled' || rec.state === 'running');
+      const open = rec !== null && (rec.state === 'scheduled' || rec.state === 'running' || rec.state === 'retrying');
       if (!final && (open || (rec === null && ds.length === 0))) {
         // Not final yet (or not even planned, under a fault): look again later.
         deferred.add(key);
@@ -636,7 +636,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (Date.now() - settleStart < settleMinMs) continue;
       const ks = [...expectedKeys(from, auditTo + 1), ...deferred];
       const recs = await fetchRecords(ks).catch(() => undefined);
-      const openN = recs ? [...recs.values()].filter((r) => !r || r.state === 'scheduled' || r.state === 'running').length : -1;
+      const openN = recs ? [...recs.values()].filter((r) => !r || r.state === 'scheduled' || r.state === 'running' || r.state === 'retrying').length : -1;
       if (openN === 0 || Date.now() - settleStart > o.settleMaxMs) break;
     }
     stopping = true;

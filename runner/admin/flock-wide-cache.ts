@@ -45,11 +45,11 @@ const MAX_PASS_EVERY_MS = 30_000;
 export class FlockWideCache {
   /** Schedule → Redis time (ms) of its latest success, flock-wide; only schedules `known()` names. */
   lastSuccessMs: ReadonlyMap<string, number> = new Map();
-  /** Host time (Date.now) of the latest PING answered; 0 before the first. */
+  /** Monotonic time (performance.now) of the latest PING answered; 0 before the first. */
   redisOkAtMs = 0;
   /** Why the latest PING failed; undefined after a success. */
   redisProblem: string | undefined = 'no answer yet';
-  /** Host time of the latest complete last-success pass; 0 before the first. */
+  /** Monotonic time of the latest complete last-success pass; 0 before the first. */
   refreshedAtMs = 0;
   /** Backfill occurrences per schedule that has any, flock-wide, as of the latest pass start. */
   backfill: ReadonlyMap<string, BackfillCount> = new Map();
@@ -66,8 +66,8 @@ export class FlockWideCache {
   private pass: { cursor: string; values: Map<string, number> } | undefined;
   /** Time between the starts of two passes: refreshEveryMs, or 10 × the latest pass if longer (≤ 30 s). */
   private passEveryMs: number;
-  /** Host time the latest pass started. */
-  private passStartedMs = 0;
+  /** Monotonic time the latest pass started. */
+  private passStartedMs = -Infinity;
 
   /**
    * @param known the schedules to report (this replica's): entries of schedules removed from the files stay
@@ -112,13 +112,13 @@ export class FlockWideCache {
   private async turn(): Promise<void> {
     try {
       await this.bounded(this.redis.ping());
-      this.redisOkAtMs = Date.now();
+      this.redisOkAtMs = performance.now();
       this.redisProblem = undefined;
     } catch (err) {
       this.redisProblem = (err as Error).message;
       return;
     }
-    if (this.pass === undefined && Date.now() - this.passStartedMs < this.passEveryMs) return;
+    if (this.pass === undefined && performance.now() - this.passStartedMs < this.passEveryMs) return;
     if (this.pass === undefined) {
       try {
         this.backfill = await this.bounded(backfillCounts(this.redis, this.keys));
@@ -136,8 +136,8 @@ export class FlockWideCache {
 
   /** Continues (or starts) a last-success pass for at most `budgetMs`. */
   private async scan(): Promise<void> {
-    const until = Date.now() + this.o.budgetMs;
-    if (this.pass === undefined) this.passStartedMs = Date.now();
+    const until = performance.now() + this.o.budgetMs;
+    if (this.pass === undefined) this.passStartedMs = performance.now();
     const pass = (this.pass ??= { cursor: '0', values: new Map() });
     const known = this.known();
     do {
@@ -148,14 +148,14 @@ export class FlockWideCache {
       pass.cursor = cursor;
       if (cursor === '0') {
         this.lastSuccessMs = pass.values;
-        this.refreshedAtMs = Date.now();
+        this.refreshedAtMs = performance.now();
         this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * (this.refreshedAtMs - this.passStartedMs)));
         this.pass = undefined;
         await this.onPass?.(pass.values);
         return;
       }
       await new Promise((r) => setImmediate(r)); // let claims and runs go between pages
-    } while (Date.now() < until && !this.stopped);
+    } while (performance.now() < until && !this.stopped);
   }
 
   /** A command of this loop, given at most `pingTimeoutMs` (Redis may hang: SIGSTOP, a long script). */
@@ -170,6 +170,6 @@ export class FlockWideCache {
 
   /** Age (ms) of the latest answered PING; Infinity before the first. */
   get redisAgeMs(): number {
-    return this.redisOkAtMs === 0 ? Infinity : Date.now() - this.redisOkAtMs;
+    return this.redisOkAtMs === 0 ? Infinity : performance.now() - this.redisOkAtMs;
   }
 }

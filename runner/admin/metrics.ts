@@ -9,7 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
 import type { RunEvent } from '../engine/executor.js';
-import type { PlannedOccurrence } from '../redis/store.js';
+import type { PlannedFinal } from '../redis/store.js';
 import type { RedisClock } from '../redis/clock.js';
 import { onRedisCommandError } from '../redis/command-errors.js';
 import type { BackfillCount } from '../records/backfill.js';
@@ -31,6 +31,8 @@ export class Metrics {
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
   private readonly backfill: Gauge<'schedule' | 'state'>;
+  /** Steps of this host's wall clock that the replica noticed (RedisClock.detectStep). */
+  readonly clockSteps: Counter;
   private readonly stopCountingCommandErrors: () => void;
   /** Exposition text of the flock-wide last-success gauge, as of the latest cache pass. */
   private lastSuccessText = '';
@@ -46,7 +48,7 @@ export class Metrics {
     collectDefaultMetrics({ register: r, prefix: 'cronflock_process_' });
     this.runs = new Counter({
       name: 'cronflock_runs_total',
-      help: 'Attempts that ended, by schedule and final state (succeeded, failed, retrying)',
+      help: 'Attempts that ended, by schedule and outcome: succeeded, failed (the occurrence failed for good), retrying (a failed attempt that will be retried)',
       labelNames: ['schedule', 'state'],
       registers: [r],
     });
@@ -79,7 +81,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'cronflock_clock_skew_seconds',
-      help: 'Redis server time minus this host time (positive: this host is behind)',
+      help: 'Redis server time minus this host wall-clock time, now (positive: this host is behind); beyond ±5 s the replica is not ready',
       registers: [r],
       collect() {
         this.set(o.clock.offsetMs / 1000);
@@ -92,6 +94,11 @@ export class Metrics {
       registers: [r],
     });
     for (const kind of ['connection', 'command']) this.redisErrors.inc({ kind }, 0); // both series from the start
+    this.clockSteps = new Counter({
+      name: 'cronflock_clock_steps_total',
+      help: 'Steps of this host wall clock noticed (wall-clock and monotonic progress differed by 500 ms or more)',
+      registers: [r],
+    });
     this.backfill = new Gauge({
       name: 'cronflock_backfill_occurrences',
       help: 'Backfill occurrences not yet final, flock-wide, by schedule and state (waiting: for admission, or paused by a suspension; admitted: queued on the backlog lane or running)',
@@ -175,8 +182,8 @@ export class Metrics {
   }
 
   /** Feeds an occurrence the planner recorded missed or skipped. */
-  onPlannedFinal(o: PlannedOccurrence): void {
-    this.notRun.inc({ schedule: o.schedule, state: o.disposition, reason: reasonLabel(o.reason) });
+  onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
+    this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The admin HTTP server of a replica: `/metrics` (Prometheus), `/healthz` (the process is alive) and
- * `/readyz` (Redis answers and the planner completed a tick recently: the replica is doing its share).
+ * `/readyz` (Redis answers, the planner completed a tick recently, and the host clock is within bounds of the
+ * Redis clock: the replica is doing its share as it should).
  * Binds 127.0.0.1 by default: metrics name schedules, and nothing here needs to be public.
  *
  * It starts before anything else of the replica, so `/healthz` answers while Redis is still unreachable, and
@@ -63,12 +64,12 @@ export class RenderCache<T> {
   /** The current body, rendered if it is too old. */
   get(): Promise<T> {
     const b = this.body;
-    if (b && Date.now() - b.atMs < Math.max(MIN_REUSE_MS, REUSE_FACTOR * b.tookMs)) return Promise.resolve(b.value);
+    if (b && performance.now() - b.atMs < Math.max(MIN_REUSE_MS, REUSE_FACTOR * b.tookMs)) return Promise.resolve(b.value);
     this.rendering ??= (async () => {
-      const t0 = Date.now();
+      const t0 = performance.now();
       try {
         const value = await this.render();
-        this.body = { value, atMs: Date.now(), tookMs: Date.now() - t0 };
+        this.body = { value, atMs: performance.now(), tookMs: performance.now() - t0 };
         return value;
       } finally {
         this.rendering = undefined;

@@ -1,7 +1,8 @@
 /**
  * Putting occurrences on the BullMQ queues: one job per occurrence, id derived from the occurrence key (so
- * concurrent enqueues of the same occurrence make one job), delayed until `fire − prefetch` on this host's
- * clock, removed as soon as it is finished (the run record, not the job, is what de-duplicates).
+ * concurrent enqueues of the same occurrence make one job), delayed until `fire − prefetch` on the Redis clock
+ * (the job's score is a Redis time whatever this host's clock says: queue-clock.ts), removed as soon as it is
+ * finished (the run record, not the job, is what de-duplicates).
  * Used by the planner, the sweeper, the backfill admission, and `cronflock trigger|resume`.
  *
  * Two lanes, each a queue with workers of its own on every replica (executor.ts):
@@ -89,6 +90,8 @@ export async function enqueueOccurrences(
     data: { schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, origin: it.origin } satisfies OccurrenceJobData,
     opts: {
       jobId: keys.jobId(it.key),
+      // BullMQ scores a delayed job at timestamp + delay: both on the Redis clock.
+      timestamp: now,
       delay: Math.max(0, it.fireMs - prefetchMs - now),
       removeOnComplete: true,
       removeOnFail: true,

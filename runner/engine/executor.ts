@@ -28,6 +28,7 @@ import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
+import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -149,14 +150,29 @@ export class Executor {
     if (this.workers.length === 0) return;
     const closing = Promise.all(this.workers.map((w) => w.close())); // stops fetching; resolves when processors returned
     this.stopping.abort(); // jobs still waiting for their fire time go back at once
-    const deadline = Date.now() + graceMs;
-    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // Monotonic: a step of the host clock must not cut the grace short or stretch it.
+    const deadline = performance.now() + graceMs;
+    while (this.active.size > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
     // Wait for the hand-overs (release + job back in wait), not for job code that ignores its signal: that
     // code is fenced, and the process must be able to exit.
-    const handoverDeadline = Date.now() + 5_000;
-    while (this.active.size > 0 && Date.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
+    const handoverDeadline = performance.now() + 5_000;
+    while (this.active.size > 0 && performance.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
     await closing;
+  }
+
+  /**
+   * Closes an occurrence this replica will not run (the abandon script) and reports the state recorded: the one
+   * asked for, or failed when the occurrence had started; nothing is reported when it was already final or is
+   * held by a live claim.
+   * @param minAgeMs close it only once its fire time is this far in the past on the Redis clock.
+   * @returns false when it is younger than that (nothing recorded: the caller gives the delivery back).
+   */
+  private async closeUnrun(base: Omit<RunEvent, 'state'>, state: 'skipped' | 'missed', reason: string, minAgeMs?: number): Promise<boolean> {
+    const r = await this.store.abandon(base.key, state, reason, this.opts.retentionMs, { minAgeMs });
+    if (r.outcome === 'too-early') return false;
+    this.emit(r.outcome === 'recorded' ? { ...base, state: r.state, error: reason } : { ...base, state: 'final' });
+    return true;
   }
 
   private emit(e: RunEvent): void {
@@ -167,9 +183,25 @@ export class Executor {
     }
   }
 
+  /** The worker of the lane (queue) a job came from: BullMQ moves a job only through its own queue's keys. */
+  private workerOf(job: Job<OccurrenceJobData>): Worker<OccurrenceJobData> {
+    const w = this.workers.find((x) => x.name === job.queueName);
+    if (!w) throw new Error(`no worker of queue ${job.queueName}`); // unreachable: every job comes from one of ours
+    return w;
+  }
+
   private async giveBack(job: Job<OccurrenceJobData>, token: string | undefined): Promise<never> {
     await job.moveToWait(token).catch(() => undefined); // fails harmlessly when our queue lock is gone
     throw new WaitingError();
+  }
+
+  /**
+   * Puts the job back in the delayed set, due at `redisMs` on the Redis clock (not this host's), and ends this
+   * delivery. Fails harmlessly when our queue lock is gone (then BullMQ's stall check delivers it again).
+   */
+  private async giveBackUntil(job: Job<OccurrenceJobData>, token: string | undefined, redisMs: number): Promise<never> {
+    await delayJobUntil(this.workerOf(job), job, token, this.clock, redisMs).catch(() => undefined);
+    throw new DelayedError();
   }
 
   /**
@@ -183,8 +215,7 @@ export class Executor {
     } catch (err) {
       if (err instanceof WaitingError || err instanceof DelayedError) throw err;
       this.log.warn({ occurrence: job.data.key, err: (err as Error).message }, 'delivery failed; retrying in 1 s');
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
+      return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
   }
 
@@ -193,46 +224,40 @@ export class Executor {
     const o = this.opts;
     const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica, origin: d.origin };
     const sched = this.schedules.get(d.schedule);
-    if (!sched && this.isPublished(d.schedule) && this.clock.now() <= d.fireMs + o.horizonMs) {
-      // Another replica runs this schedule (a rollout with different files): leave the delivery to it.
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
-    }
     if (!sched) {
+      // With another replica running this schedule (a rollout with different files), leave the delivery to it
+      // until the horizon has passed on the Redis clock.
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
-      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
+      const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
+      if (!closed) return this.giveBackUntil(job, token, this.clock.now() + 1000);
       this.log.warn({ occurrence: d.key }, reason);
-      this.emit({ ...base, state: 'skipped', error: reason });
       return;
     }
     const kind = findJobKind(sched.job.kind);
     if (!kind) throw new Error(`unknown job kind ${sched.job.kind}`); // refused at load; unreachable
     if (!this.isCurrent(sched)) {
-      if (this.clock.now() > d.fireMs + o.horizonMs) {
-        const reason = 'no replica ran the current definition within the horizon';
-        await this.store.abandon(d.key, 'missed', reason, o.retentionMs);
-        this.emit({ ...base, state: 'missed', error: reason });
-        return;
-      }
-      // A newer definition of this schedule is published: leave the run to a replica that has it.
+      // A newer definition of this schedule is published: leave the run to a replica that has it; past the
+      // horizon on the Redis clock, nobody ran it in time.
+      if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
-      await job.moveToDelayed(Date.now() + 1000, token).catch(() => undefined);
-      throw new DelayedError();
+      return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
       // Planned under an earlier definition whose cron is gone: the current one (ours, checked above) does not
       // have this due time.
-      const reason = 'schedule changed: not a due time of the current definition';
-      await this.store.abandon(d.key, 'skipped', reason, o.retentionMs);
-      this.emit({ ...base, state: 'skipped', error: reason });
+      await this.closeUnrun(base, 'skipped', 'schedule changed: not a due time of the current definition');
       return;
     }
 
     // Wait for the fire time on a local timer set from the Redis clock; a shutdown hands the job back. The
     // margin covers the timer's and the clock estimate's millisecond rounding: without it most first claims
     // arrived 0–2 ms early and were refused ('early'), a second claim round trip for ~75 % of occurrences.
-    await sleep(this.clock.delayUntil(d.fireMs) + FIRE_MARGIN_MS, this.stopping.signal);
+    // A delivery far earlier than any healthy worker promotes (a host clock far ahead promoted it) goes back to
+    // the delayed set instead of holding a slot until then.
+    const untilFire = this.clock.delayUntil(d.fireMs);
+    if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, d.fireMs - o.prefetchMs);
+    await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
     let claim;
     for (;;) {
       if (this.stopping.signal.aborted) return this.giveBack(job, token);
@@ -253,20 +278,32 @@ export class Executor {
         concurrencyPolicy: sched.concurrencyPolicy,
         maxConcurrent: sched.maxConcurrent,
       });
-      if (claim.status === 'early') await sleep(claim.waitMs + 1, this.stopping.signal);
+      if (claim.status === 'early') {
+        // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.
+        if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
+        await sleep(claim.waitMs + 1, this.stopping.signal);
+      }
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
+        for (const r of claim.replaced) {
+          // Older runs waiting to retry that this claim ended (concurrencyPolicy Replace): their final failure.
+          this.log.info({ occurrence: r.key, by: d.key }, 'run waiting to retry replaced; recorded failed');
+          this.emit({ schedule: d.schedule, key: r.key, dueMs: r.dueMs, fireMs: r.fireMs, replica: o.replica, state: 'failed', error: `replaced by ${d.key} (concurrencyPolicy Replace)` });
+        }
         if (performance.now() - sentMono > o.lockMs / 2) {
           // The answer took so long (Redis or this process paused) that the lease may lapse before the first
           // renewal: starting the job now could let it run unfenced for a moment. Give the claim up unrun (the
           // release is token-guarded and is not counted as a stall) and claim again.
           this.log.warn({ occurrence: d.key, fencingToken: claim.token, waitedMs: Math.round(performance.now() - sentMono) }, 'claim answered too late to hold; claiming again');
-          await this.store.release(d.key, claim.token, 'claim answered after half its lease').catch(() => false);
+          await this.store.release(d.key, claim.token, 'claim answered after half its lease', o.lockMs).catch(() => false);
           continue;
         }
         return this.run(job, token, sched, kind, claim, sentMono);
-      }
-      else {
+      } else if (claim.status === 'failed') {
+        this.log.warn({ occurrence: d.key, reason: claim.reason, error: claim.error }, 'run replaced before its retry; recorded failed');
+        this.emit({ ...base, state: 'failed', error: claim.error });
+        return;
+      } else {
         const reason = claim.status === 'skipped' ? claim.reason : undefined;
         // A run that stalled out is a final failure: logged at error, like a failed run (retries are warnings).
         this.log[claim.status === 'stalled-out' ? 'error' : 'info']({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
@@ -358,8 +395,8 @@ export class Executor {
       if (result.status === 'retrying') {
         log.warn({ error, retryAt: iso(result.retryAtMs) }, 'run failed; retrying');
         this.emit({ ...base, state: 'retrying', error, endMs });
-        // Deliver the same job again at the retry time (BullMQ delays run on this host's clock).
-        await job.moveToDelayed(result.retryAtMs - this.clock.offsetMs, token);
+        // Deliver the same job again at the retry time, on the Redis clock.
+        await delayJobUntil(this.workerOf(job), job, token, this.clock, result.retryAtMs);
         throw new DelayedError();
       }
       if (skipped !== undefined) {
@@ -393,7 +430,7 @@ export class Executor {
     base: Omit<RunEvent, 'state'>,
   ): Promise<never> {
     const key = job.data.key;
-    await this.store.release(key, fencingToken, lost.message).catch(() => false);
+    await this.store.release(key, fencingToken, lost.message, this.opts.lockMs).catch(() => false);
     log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
     void settled.then(async (r) => {
       const res = await this.finish(key, fencingToken, r, 0).catch(() => ({ status: 'refused' as const }));
@@ -421,6 +458,7 @@ export class Executor {
       error: r.ok || skipped !== undefined ? '' : errorText(r.err),
       result,
       retentionMs: this.opts.retentionMs,
+      lockMs: this.opts.lockMs,
       retries,
       retryBackoffMs: sched?.retryBackoffMs,
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,

@@ -33,12 +33,13 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
-import type { PlannedOccurrence, Store } from '../redis/store.js';
+import type { PlannedFinal, PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
-import { decide } from './dispositions.js';
+import { keepFireTimes, type Candidate } from './dispositions.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
+import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
 
@@ -79,10 +80,10 @@ export class Planner {
   private view: OwnershipView | undefined;
   /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
-  /** Host time (Date.now) of the last tick that completed; readiness checks it. */
+  /** Monotonic time (performance.now(), ms) of the last tick that completed; readiness checks it. */
   lastTickOkAt = 0;
   /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
-  onFinal: ((o: PlannedOccurrence) => void) | undefined;
+  onFinal: ((o: PlannedFinal & { schedule: string }) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -232,20 +233,19 @@ export class Planner {
     // or this replica saw the change before it did). Those that exist already cost one EXISTS each.
     const since = now - this.membershipTtlMs - 2 * this.opts.tickMs;
     for (const s of gained) {
-      const cands: { dueMs: number; fireMs: number }[] = [];
+      const cands: Candidate[] = [];
       const cursor = this.cursors.get(s.name) ?? now;
       for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
       }
-      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
-      cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }));
+      offer(items, s, cands);
     }
     while ((this.heap.peekKey() ?? Infinity) <= until) {
       const { key: first, value: s } = this.heap.pop()!;
       if (this.current.get(s.name) !== s) continue; // replaced or removed by a reload
       popped.push({ s, next: first });
 
-      const cands: { dueMs: number; fireMs: number }[] = [];
+      const cands: Candidate[] = [];
       // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
       let due: number | null = first < now - this.opts.horizonMs ? s.due.next(now - this.opts.horizonMs - 1) : first;
       while (due !== null && due <= until && cands.length < MAX_PER_SCHEDULE_PER_TICK) {
@@ -256,12 +256,8 @@ export class Planner {
       // occurrences planned ahead must still run if the schedule is resumed before they fire.
       // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
       // Schedules another replica owns only move on here: their owner offers them.
-      if (this.mayPlan(s) && view.owns(s.name)) {
-        const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
-        cands.forEach((c, i) =>
-          items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
-        );
-      }
+      // Whether each one runs or is recorded missed or skipped is decided by the plan script on the Redis clock.
+      if (this.mayPlan(s) && view.owns(s.name)) offer(items, s, cands);
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
     let seq = this.seq;
@@ -280,12 +276,13 @@ export class Planner {
       const next = s.due.next(last);
       if (next !== null) this.heap.push(next, s);
     }
+    await this.promoteDue();
     if (now - this.lastSweepMs >= this.opts.sweepAfterMs / 2) {
       this.lastSweepMs = now;
       await this.replanRecent(now);
       await this.sweep();
     }
-    this.lastTickOkAt = Date.now();
+    this.lastTickOkAt = performance.now();
   }
 
   /**
@@ -318,6 +315,7 @@ export class Planner {
       const { toEnqueue, finals } = await this.store.plan(chunk, {
         horizonMs: this.opts.horizonMs,
         retentionMs: this.opts.retentionMs,
+        catchUpGraceMs: this.opts.catchUpGraceMs,
         replica: this.opts.replica,
         mark: `${this.incarnation}:${++this.seq}`,
       });
@@ -325,10 +323,24 @@ export class Planner {
       created += toEnqueue.length + finals.length;
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
-      for (const k of finals) this.onFinal?.(byKey.get(k)!);
-      if (toEnqueue.length > 0) await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
+      for (const f of finals) this.onFinal?.({ ...f, schedule: byKey.get(f.key)!.schedule });
+      if (toEnqueue.length > 0) {
+        await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
+      }
     }
     return created;
+  }
+
+  /**
+   * Delivers queue jobs whose delay is over on the Redis clock. BullMQ promotes a delayed job when the *host*
+   * clock of some worker passes its score; job scores are on the Redis clock (enqueue.ts), so a flock whose
+   * hosts are all behind Redis (one replica alone, its clock stepped back) would otherwise deliver late, by as
+   * much as the host is behind. Every tick, each replica promotes what is due by `TIME` and nobody promoted.
+   */
+  private async promoteDue(): Promise<void> {
+    let promoted = 0;
+    for (const q of [this.lanes.live, this.lanes.backlog]) promoted += await promoteDueJobs(q, this.store);
+    if (promoted > 0) this.log.debug({ count: promoted }, 'promoted delayed queue jobs due on the Redis clock');
   }
 
   /** Re-enqueues planned occurrences whose job went missing (crash between plan and enqueue). */
@@ -351,4 +363,10 @@ export class Planner {
     await enqueueOccurrences(this.lanes, this.keys, this.clock, this.opts.prefetchMs, items);
     this.counters.enqueued += items.length;
   }
+}
+
+/** Adds the offer of one schedule's candidates (due-time order) to `items`, for the plan script to decide. */
+function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Candidate[]): void {
+  const keep = keepFireTimes(cands, s);
+  cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep[i]!, policy: s }));
 }

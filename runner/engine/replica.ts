@@ -3,7 +3,7 @@
  * like against the same Redis and namespace.
  */
 import type { Logger } from '../log.js';
-import { RedisClock, type ClockSample } from '../redis/clock.js';
+import { MAX_HOST_SKEW_MS, RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
@@ -23,6 +23,8 @@ import type { EngineSchedule } from './schedule.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
+/** How often the host wall clock is checked for a step (against the monotonic clock). */
+const CLOCK_STEP_CHECK_MS = 250;
 /** Readiness: the latest answered PING (every second) may be this old. */
 const REDIS_STALE_MS = 3_000;
 /** Limits of the shutdown steps that wait on Redis (the executor's own: grace + 5 s hand-over, + this). */
@@ -40,6 +42,11 @@ export class ReplicaStartAborted extends Error {
 /** A running replica. Create with {@link Replica.start}. */
 export class Replica {
   private clockTimer: NodeJS.Timeout | undefined;
+  private stepTimer: NodeJS.Timeout | undefined;
+  /** The sync in flight, if any: a step and the periodic loop share it. */
+  private syncing: Promise<void> | undefined;
+  /** Whether the host clock was within MAX_HOST_SKEW_MS of the Redis clock at the last look (logged on change). */
+  private hostClockInBounds = true;
   /** Prometheus metrics of this replica. */
   metrics!: Metrics;
   /** The admin server, when started. */
@@ -113,8 +120,10 @@ export class Replica {
       }
       if (!r) problems.push('starting: waiting for Redis');
       else {
-        const age = Date.now() - r.planner.lastTickOkAt;
+        // Monotonic: a host clock step must not make the planner look stale (or fresh).
+        const age = performance.now() - r.planner.lastTickOkAt;
         if (age > staleAfterMs) problems.push(`planner: no completed tick for ${Math.round(age)} ms`);
+        if (!clock.hostClockInBounds) problems.push(hostClockProblem(clock.offsetMs));
       }
       // The backfill backlog is shown for information: it never makes a replica unready (admin/server.ts).
       const backfill = cache.backfill.size > 0 ? totalBackfill(cache.backfill) : undefined;
@@ -164,6 +173,8 @@ export class Replica {
       admission.start();
       r = replica;
       replica.syncClockLoop();
+      replica.watchClockSteps();
+      replica.checkHostClockBounds();
       return replica;
     } catch (err) {
       if (built) await built.stop(0); // bounded; stops whatever of it started
@@ -206,15 +217,54 @@ export class Replica {
 
   private syncClockLoop(): void {
     this.clockTimer = setTimeout(() => {
-      this.clock
-        .sync()
-        .then((s) => this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample'))
-        .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
-        .finally(() => {
-          if (!this.stopping) this.syncClockLoop();
-        });
+      void this.syncClock().finally(() => {
+        if (!this.stopping) this.syncClockLoop();
+      });
     }, CLOCK_SYNC_MS);
     this.clockTimer.unref?.();
+  }
+
+  /** One clock sample (shared with a sync already in flight); logs a sample that disagreed with the estimate. */
+  private syncClock(): Promise<void> {
+    this.syncing ??= this.clock
+      .sync()
+      .then((s) => {
+        if (s.jumpMs !== undefined) this.log.warn({ jumpMs: s.jumpMs, skewMs: Math.round(s.offsetMs) }, 'Redis clock estimate re-based: a sample disagreed with the previous ones');
+        else this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample');
+      })
+      .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
+      .finally(() => {
+        this.syncing = undefined;
+        this.checkHostClockBounds();
+      });
+    return this.syncing;
+  }
+
+  /**
+   * Watches the host wall clock for steps (it moved unlike the monotonic clock): the Redis-time estimate does
+   * not move with it (it rests on the monotonic clock), but BullMQ and the measured skew do, so a step is logged,
+   * counted and measured again at once rather than at the next periodic sync.
+   */
+  private watchClockSteps(): void {
+    this.clock.detectStep(); // first reference point
+    this.stepTimer = setInterval(() => {
+      const stepMs = this.clock.detectStep();
+      if (stepMs === null) return;
+      this.metrics.clockSteps.inc();
+      this.log.warn({ stepMs, skewMs: Math.round(this.clock.offsetMs) }, 'host clock stepped');
+      void this.syncClock();
+    }, CLOCK_STEP_CHECK_MS);
+    this.stepTimer.unref?.();
+  }
+
+  /** Logs when the host clock leaves or re-enters MAX_HOST_SKEW_MS of the Redis clock (readiness follows it). */
+  private checkHostClockBounds(): void {
+    const inBounds = this.clock.hostClockInBounds;
+    if (inBounds === this.hostClockInBounds) return;
+    this.hostClockInBounds = inBounds;
+    const skewMs = Math.round(this.clock.offsetMs);
+    if (inBounds) this.log.info({ skewMs }, 'host clock back within bounds of the Redis clock');
+    else this.log.warn({ skewMs, limitMs: MAX_HOST_SKEW_MS }, hostClockProblem(skewMs));
   }
 
   /**
@@ -226,6 +276,7 @@ export class Replica {
   stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
     this.stopping ??= (async () => {
       if (this.clockTimer) clearTimeout(this.clockTimer);
+      if (this.stepTimer) clearInterval(this.stepTimer);
       const step = async (what: string, p: Promise<unknown>, ms: number): Promise<void> => {
         if (!(await settlesWithin(p, ms))) this.log.warn({ step: what, waitedMs: ms }, 'shutdown step did not finish in time; going on');
       };
@@ -235,8 +286,8 @@ export class Replica {
       // close, which never happens while Redis is unreachable: once no run is held, give it STOP_STEP_MS more.
       const executorStopped = this.executor.stop(graceMs);
       const runsGone = (async (): Promise<void> => {
-        const until = Date.now() + graceMs + 5_000;
-        while (this.executor.activeCount > 0 && Date.now() < until) await sleepUnlessAborted(50);
+        const until = performance.now() + graceMs + 5_000;
+        while (this.executor.activeCount > 0 && performance.now() < until) await sleepUnlessAborted(50);
         if (!(await settlesWithin(executorStopped, STOP_STEP_MS))) {
           this.log.warn({ step: 'queue worker', waitedMs: STOP_STEP_MS }, 'shutdown step did not finish in time; going on');
         }
@@ -250,6 +301,12 @@ export class Replica {
     })();
     return this.stopping;
   }
+}
+
+/** Why a replica whose host clock is far off the Redis clock is not ready (readiness, log line). */
+function hostClockProblem(skewMs: number): string {
+  const off = `${Math.abs(Math.round(skewMs / 1000))} s ${skewMs < 0 ? 'ahead of' : 'behind'}`;
+  return `host clock: ${off} the Redis clock (limit ${MAX_HOST_SKEW_MS / 1000} s); runs still follow the Redis clock, but fix this host's time synchronisation`;
 }
 
 /**

@@ -4,8 +4,12 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 
-/** States of an occurrence. `scheduled` and `running` are open; the others are final. */
-export type RunState = 'scheduled' | 'running' | 'succeeded' | 'failed' | 'missed' | 'skipped';
+/**
+ * States of an occurrence. `scheduled`, `running` and `retrying` (a failed attempt waits for its retry) are open;
+ * the others are final. The engine's policies and deadlines never record an occurrence that has started (an
+ * attempt was claimed) `missed` or `skipped`: it ends `succeeded` or `failed`.
+ */
+export type RunState = 'scheduled' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'missed' | 'skipped';
 
 /** The record of one occurrence. Times are UTC ms; optional fields are absent until they apply. */
 export interface RunRecord {

@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Keyspace } from './keys.js';
 import { RedisServerProcess } from './server-process.js';
-import { Store, type ClaimRequest } from './store.js';
+import { Store, type ClaimRequest, type PlannedOccurrence, type PlanPolicy } from './store.js';
+import { keepFireTimes } from '../engine/dispositions.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
 import { backfillCounts } from '../records/backfill.js';
@@ -48,14 +49,21 @@ function req(key: string, dueMs: number, fireMs: number, over: Partial<ClaimRequ
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** An offer of one schedule's candidates, as the planner makes it (engine/dispositions.ts). */
+function offer(schedule: string, cands: { dueMs: number; fireMs: number }[], p: Partial<PlanPolicy> = {}): PlannedOccurrence[] {
+  const policy: PlanPolicy = { suspend: false, startingDeadlineMs: null, catchUp: 'latest', maxCatchUpRuns: 10, ...p };
+  const keep = keepFireTimes(cands, policy);
+  return cands.map((c, i) => ({ schedule, key: occurrenceKey(schedule, c.dueMs), ...c, keepFireMs: keep[i]!, policy }));
+}
+const planOpts = { horizonMs: 60_000, retentionMs: 120_000, catchUpGraceMs: 1000, replica: 'a' };
+
 describe('plan', () => {
   it('records an occurrence once, however many replicas offer it', async () => {
     const now = await redisNow();
-    const key = occurrenceKey('s', now + 1000);
-    const item = { schedule: 's', key, dueMs: now + 1000, fireMs: now + 1200, disposition: 'run' as const, reason: '' };
-    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
-    expect((await store.plan([item], o)).toEnqueue).toEqual([key]);
-    expect((await store.plan([item], { ...o, replica: 'b' })).toEnqueue).toEqual([]);
+    const item = offer('s', [{ dueMs: now + 1000, fireMs: now + 1200 }]);
+    const key = item[0]!.key;
+    expect((await store.plan(item, planOpts)).toEnqueue).toEqual([{ key, reason: '' }]);
+    expect((await store.plan(item, { ...planOpts, replica: 'b' })).toEnqueue).toEqual([]);
     expect(await record(key)).toMatchObject({ state: 'scheduled', fencingToken: 0, fireMs: now + 1200 });
     expect(await redis.zscore(keys.pending, key)).toBe(String(now + 1200));
     expect(await redis.hget(keys.watermarks, 's')).toBe(String(now + 1000));
@@ -63,28 +71,72 @@ describe('plan', () => {
 
   it('never creates an occurrence older than the horizon (a lagging replica cannot revive it)', async () => {
     const now = await redisNow();
-    const key = occurrenceKey('s', now - 61_000);
-    const r = await store.plan([{ schedule: 's', key, dueMs: now - 61_000, fireMs: now - 61_000, disposition: 'run', reason: '' }], {
-      horizonMs: 60_000, retentionMs: 120_000, replica: 'a',
-    });
+    const items = offer('s', [{ dueMs: now - 61_000, fireMs: now - 61_000 }], { catchUp: 'all' });
+    const r = await store.plan(items, planOpts);
     expect(r.toEnqueue).toEqual([]);
-    expect(await redis.exists(keys.occurrence(key))).toBe(0);
+    expect(await redis.exists(keys.occurrence(items[0]!.key))).toBe(0);
   });
 
-  it('records missed and skipped occurrences as final states with their reason', async () => {
-    const now = await redisNow();
-    const k1 = occurrenceKey('s', now - 5000);
-    const k2 = occurrenceKey('s', now - 4000);
-    const r = await store.plan(
-      [
-        { schedule: 's', key: k1, dueMs: now - 5000, fireMs: now - 5000, disposition: 'missed', reason: 'catch-up: none' },
-        { schedule: 's', key: k2, dueMs: now - 4000, fireMs: now - 4000, disposition: 'skipped', reason: 'suspended' },
-      ],
-      { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' },
-    );
-    expect(r).toEqual({ toEnqueue: [], finals: [k1, k2] });
-    expect(await record(k1)).toMatchObject({ state: 'missed', reason: 'catch-up: none' });
-    expect(await record(k2)).toMatchObject({ state: 'skipped', reason: 'suspended' });
+  describe('decides on the Redis clock what runs', () => {
+    // Ten occurrences a second apart; the Redis clock reads 9 s after the first due time: with a catch-up grace
+    // of 1 s, all are overdue but the last two.
+    async function decide(name: string, p: Partial<PlanPolicy>, split = false) {
+      const base = (await redisNow()) - 9000;
+      const items = offer(name, Array.from({ length: 10 }, (_, i) => ({ dueMs: base + i * 1000, fireMs: base + i * 1000 + 100 })), p);
+      // A long offer travels in several plan calls: each row is decided on its own.
+      const parts = split ? [items.slice(0, 4), items.slice(4)] : [items];
+      for (const part of parts) await store.plan(part, planOpts);
+      const recs = await Promise.all(items.map((it) => record(it.key)));
+      return {
+        runs: recs.flatMap((r, i) => (r!.state === 'scheduled' ? [i] : [])),
+        recs,
+      };
+    }
+
+    it('catchUp latest: the newest overdue one runs late, the others are missed with the reason', async () => {
+      const { runs, recs } = await decide('latest', {});
+      expect(runs).toEqual([7, 8, 9]);
+      expect(recs[0]).toMatchObject({ state: 'missed', reason: 'catch-up: superseded by a later overdue occurrence' });
+      expect(recs[7]).toMatchObject({ state: 'scheduled', reason: 'catch-up: run late (catchUp latest)' });
+      expect(recs[8]!.reason).toBeUndefined();
+    });
+    it('catchUp none runs no overdue occurrence; all runs the newest maxCatchUpRuns', async () => {
+      expect((await decide('none', { catchUp: 'none' })).runs).toEqual([8, 9]);
+      const all = await decide('all', { catchUp: 'all', maxCatchUpRuns: 3 });
+      expect(all.runs).toEqual([5, 6, 7, 8, 9]);
+      expect(all.recs[4]).toMatchObject({ state: 'missed', reason: 'catch-up: more than maxCatchUpRuns (3) overdue' });
+    });
+    it('decides each row on its own, so an offer split over several calls gives the same answer', async () => {
+      expect((await decide('split-latest', {}, true)).runs).toEqual([7, 8, 9]);
+      expect((await decide('split-all', { catchUp: 'all', maxCatchUpRuns: 3 }, true)).runs).toEqual([5, 6, 7, 8, 9]);
+    });
+    it('starting deadline: later ones are missed whatever the catch-up policy; suspended ones are skipped', async () => {
+      const d = await decide('deadline', { catchUp: 'all', startingDeadlineMs: 2500 });
+      expect(d.runs).toEqual([7, 8, 9]);
+      expect(d.recs[6]).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded' });
+      const s = await decide('suspended', { suspend: true });
+      expect(s.recs.every((r) => r!.state === 'skipped' && r!.reason === 'suspended')).toBe(true);
+    });
+    it('an offer from a replica whose clock reads an hour ahead records nothing missed (it is not overdue on TIME)', async () => {
+      const now = await redisNow();
+      // What a planner that believes it is an hour later offers: the due times of the coming hour.
+      const items = offer('ahead', Array.from({ length: 1800 }, (_, i) => ({ dueMs: now + i * 2000, fireMs: now + i * 2000 })));
+      const r = await store.plan(items, planOpts);
+      expect(r.finals).toEqual([]);
+      expect(r.toEnqueue).toHaveLength(1800);
+    });
+    it('returns what it recorded final, with the state and reason, for the metrics', async () => {
+      const now = await redisNow();
+      const items = offer('finals', [
+        { dueMs: now - 5000, fireMs: now - 5000 },
+        { dueMs: now - 4000, fireMs: now - 4000 },
+      ], { catchUp: 'none' });
+      const r = await store.plan(items, planOpts);
+      expect(r).toEqual({
+        toEnqueue: [],
+        finals: items.map((it) => ({ key: it.key, state: 'missed', reason: 'catch-up: none (overdue when planned)' })),
+      });
+    });
   });
 });
 
@@ -164,8 +216,8 @@ describe('renew, finish, release (fencing)', () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now);
     await store.claim(req(key, now, now, { lockMs: 60_000 }));
-    expect(await store.release(key, 2, 'not mine')).toBe(false);
-    expect(await store.release(key, 1, 'shutdown')).toBe(true);
+    expect(await store.release(key, 2, 'not mine', 1000)).toBe(false);
+    expect(await store.release(key, 1, 'shutdown', 1000)).toBe(true);
     expect(await store.claim(req(key, now, now, { replica: 'b' }))).toMatchObject({ status: 'claimed', token: 2 });
     expect(await record(key)).toMatchObject({ stalls: 0, handovers: 1 });
   });
@@ -188,16 +240,10 @@ describe('sweep', () => {
 
   it('returns planned occurrences whose queue job is missing, and closes those past the horizon as missed', async () => {
     const now = await redisNow();
-    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
     const lost = occurrenceKey('s', now - 10_000);
     const enqueued = occurrenceKey('s', now - 9_000);
-    await store.plan(
-      [
-        { schedule: 's', key: lost, dueMs: now - 10_000, fireMs: now - 10_000, disposition: 'run', reason: '' },
-        { schedule: 's', key: enqueued, dueMs: now - 9_000, fireMs: now - 9_000, disposition: 'run', reason: '' },
-      ],
-      o,
-    );
+    const items = offer('s', [{ dueMs: now - 10_000, fireMs: now - 10_000 }, { dueMs: now - 9_000, fireMs: now - 9_000 }], { catchUp: 'all' });
+    expect((await store.plan(items, planOpts)).toEnqueue.map((e) => e.key)).toEqual([lost, enqueued]);
     await redis.hset(`bull:${keys.jobId(enqueued)}`, 'data', '{}'); // the job of \`enqueued\` exists
     expect(await store.sweep(opts)).toEqual([{ key: lost, schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, origin: 'schedule' }]);
     // Checked entries go to the back: an immediate second sweep finds nothing due for a check.
@@ -210,17 +256,15 @@ describe('sweep', () => {
 
   it('counts a job in either lane, and returns the reason that decides the lane of one to enqueue again', async () => {
     const now = await redisNow();
-    const o = { horizonMs: 60_000, retentionMs: 120_000, replica: 'a' };
     const inBacklog = occurrenceKey('s', now - 10_000);
     const lostCatchUp = occurrenceKey('s', now - 9_000);
     const reason = 'catch-up: run late (catchUp all)';
-    await store.plan(
-      [
-        { schedule: 's', key: inBacklog, dueMs: now - 10_000, fireMs: now - 10_000, disposition: 'run', reason },
-        { schedule: 's', key: lostCatchUp, dueMs: now - 9_000, fireMs: now - 9_000, disposition: 'run', reason },
-      ],
-      o,
-    );
+    // Both overdue when planned: the plan script records them as catch-up runs (catchUp all keeps both).
+    const planned = await store.plan(offer('s', [{ dueMs: now - 10_000, fireMs: now - 10_000 }, { dueMs: now - 9_000, fireMs: now - 9_000 }], { catchUp: 'all' }), planOpts);
+    expect(planned.toEnqueue).toEqual([
+      { key: inBacklog, reason },
+      { key: lostCatchUp, reason },
+    ]);
     await redis.zadd(keys.pending, 0, inBacklog, 0, lostCatchUp);
     await redis.hset(`lane:${keys.jobId(inBacklog)}`, 'data', '{}'); // its job is in the backlog lane
     expect(await store.sweep(opts)).toEqual([{ key: lostCatchUp, schedule: 's', dueMs: now - 9_000, fireMs: now - 9_000, origin: 'schedule', reason }]);
@@ -298,8 +342,119 @@ describe('concurrency policy (claim)', () => {
     for (const [i, k] of keysRun.entries()) await running(k, now - 3000 + i * 1000, { maxConcurrent: 2 });
     const third = occurrenceKey('s', now - 1000);
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('held');
-    expect(await store.release(keysRun[0]!, 1, 'done')).toBe(true);
+    expect(await store.finish(keysRun[0]!, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
+  });
+});
+
+describe('a started occurrence keeps its place (retries, hand-overs)', () => {
+  const retry = { retentionMs: 120_000, lockMs: 1000, retries: 2, retryBackoffMs: 1600, retryBackoffMaxMs: 1600 };
+  /** Claims `key` and fails its attempt with a retry left: it waits 0.8–1.6 s for its retry. */
+  async function failWithRetryLeft(key: string, due: number, over: Partial<ClaimRequest> = {}): Promise<number> {
+    const c = await store.claim(req(key, due, due, { lockMs: 1000, ...over }));
+    if (c.status !== 'claimed') throw new Error(`not claimed: ${JSON.stringify(c)}`);
+    const f = await store.finish(key, c.token, { state: 'failed', error: 'boom', ...retry });
+    if (f.status !== 'retrying') throw new Error(`not retrying: ${JSON.stringify(f)}`);
+    return f.retryAtMs;
+  }
+
+  it('Forbid: a new occurrence is skipped while one waits to retry; the retry is never skipped, it waits its turn', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    const retryAt = await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Forbid' });
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).toEqual({
+      status: 'skipped',
+      reason: `overlap: ${a} waiting to retry (concurrencyPolicy Forbid)`,
+    });
+    // Another run holds the schedule when the retry comes (here: a manual one claimed while A's place lapsed).
+    await redis.zrem(keys.active('s'), a);
+    const m = occurrenceKey('s', now, 'manual');
+    await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
+    expect((await store.claim(req(m, now, now, { origin: 'manual', concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(Math.max(0, retryAt - (await redisNow())) + 20);
+    expect((await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid' }))).status).toBe('held');
+    expect(await record(a)).toMatchObject({ state: 'retrying' });
+    await store.finish(m, 1, { state: 'succeeded', retentionMs: 120_000 });
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid' }))).toMatchObject({ status: 'claimed', attempt: 2 });
+    expect(await store.finish(a, 2, { state: 'failed', error: 'boom again', ...retry, retries: 1 })).toEqual({ status: 'recorded' });
+    expect(await record(a)).toMatchObject({ state: 'failed', error: 'boom again', attempt: 2 });
+  });
+
+  it('Replace: a newer occurrence ends one waiting to retry failed (replaced) and starts at once', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Replace' });
+    const c = await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Replace' }));
+    expect(c).toMatchObject({ status: 'claimed', replaced: [{ key: a, dueMs: now - 2000, fireMs: now - 2000 }] });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'replaced', error: `replaced by ${b} (concurrencyPolicy Replace)` });
+    // Its retry, delivered later, runs nothing.
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({ status: 'final', state: 'failed' });
+  });
+
+  it('Replace: a started occurrence that finds a newer one running ends failed (replaced), not skipped', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    const retryAt = await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Replace' });
+    await redis.zrem(keys.active('s'), a); // its place lapsed; B started meanwhile
+    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(Math.max(0, retryAt - (await redisNow())) + 20);
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({
+      status: 'failed',
+      reason: 'replaced',
+      error: `replaced by ${b} (concurrencyPolicy Replace)`,
+    });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'replaced' });
+  });
+
+  it('maxConcurrent: one waiting to retry keeps its slot', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await failWithRetryLeft(a, now - 2000, { maxConcurrent: 1 });
+    expect((await store.claim(req(b, now - 1000, now - 1000, { maxConcurrent: 1 }))).status).toBe('held');
+    expect(await record(b)).toMatchObject({ state: 'scheduled' });
+  });
+
+  it('keeps the place until retryAt + lock, then it lapses (nobody took the retry up); a hand-over keeps it for the lock', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    const retryAt = await failWithRetryLeft(a, now - 2000);
+    expect(Number(await redis.zscore(keys.active('s'), a))).toBe(retryAt + 1000);
+    await sleep(Math.max(0, retryAt + 1000 - (await redisNow())) + 20);
+    const b = occurrenceKey('s', now - 1000);
+    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).status).toBe('claimed');
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    // A hand-over (SIGTERM): B keeps its place for the lock, so a new occurrence is skipped meanwhile.
+    expect(await store.release(b, 1, 'shutdown', 5000)).toBe(true);
+    const c = occurrenceKey('s', now);
+    expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('skipped');
+  });
+
+  it('abandon with a minimum age decides "too late" on the Redis clock: a younger occurrence is left alone', async () => {
+    const now = await redisNow();
+    const [a, b] = offer('s', [{ dueMs: now - 5000, fireMs: now - 5000 }, { dueMs: now - 3000, fireMs: now - 3000 }], { catchUp: 'all' });
+    await store.plan([a!, b!], planOpts);
+    // Fired 5 s ago on the Redis clock: younger than 60 s.
+    expect(await store.abandon(a!.key, 'missed', 'too late', 120_000, { minAgeMs: 60_000 })).toEqual({ outcome: 'too-early' });
+    expect(await record(a!.key)).toMatchObject({ state: 'scheduled' });
+    // Fired 3 s ago: older than 2 s.
+    expect(await store.abandon(b!.key, 'missed', 'too late', 120_000, { minAgeMs: 2000 })).toEqual({ outcome: 'recorded', state: 'missed' });
+    expect(await store.abandon(b!.key, 'missed', 'too late', 120_000)).toEqual({ outcome: 'unchanged' });
+  });
+
+  it('an occurrence that started and is abandoned (schedule removed while it waits to retry) ends failed, not skipped', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    await failWithRetryLeft(a, now - 2000);
+    expect(await store.abandon(a, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'failed' });
+    expect(await record(a)).toMatchObject({ state: 'failed', reason: 'schedule removed', error: 'boom' });
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    const b = occurrenceKey('s', now - 1000);
+    await store.plan(offer('s', [{ dueMs: now - 1000, fireMs: now - 1000 }], { catchUp: 'all' }), planOpts);
+    expect(await store.abandon(b, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'skipped' });
   });
 });
 

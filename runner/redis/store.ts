@@ -8,6 +8,7 @@ import { claimScript, enqueueManualScript } from './scripts/claim.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
 import { heartbeatScript } from './scripts/membership.js';
 import { planScript } from './scripts/plan.js';
+import { dueDelayedScript } from './scripts/queue.js';
 
 const SCRIPTS = [
   planScript,
@@ -22,25 +23,56 @@ const SCRIPTS = [
   backfillEnqueueScript,
   backfillAdmitScript,
   backfillCancelScript,
+  dueDelayedScript,
 ];
 
 /** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
 export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
 
-/** What the planner hands to {@link Store.plan}. Times are UTC ms. */
+/** Catch-up policy after downtime (see the plan script). */
+export type CatchUpPolicy = 'none' | 'latest' | 'all';
+
+/** The schedule fields the plan script decides on (its header states the rules). Durations in ms. */
+export interface PlanPolicy {
+  suspend: boolean;
+  /** null: no starting deadline. */
+  startingDeadlineMs: number | null;
+  catchUp: CatchUpPolicy;
+  maxCatchUpRuns: number;
+}
+
+/** What the planner offers to {@link Store.plan}. Times are UTC ms. */
 export interface PlannedOccurrence {
   schedule: string;
   key: string;
   dueMs: number;
   fireMs: number;
-  /** `run`: record it scheduled and enqueue; `missed`/`skipped`: record that final state with `reason`. */
-  disposition: 'run' | 'missed' | 'skipped';
+  /**
+   * Fire time of the occurrence the catch-up policy's keep count places later in the same offer of this schedule
+   * (engine/dispositions.ts), or null when the offer has none.
+   */
+  keepFireMs: number | null;
+  policy: PlanPolicy;
+}
+
+/** An occurrence the plan script recorded in a final state, on the Redis clock. */
+export interface PlannedFinal {
+  key: string;
+  state: 'missed' | 'skipped';
   reason: string;
 }
 
 /** Result of {@link Store.claim}; see the claim script for the meaning of each status. */
 export type ClaimResult =
-  | { status: 'claimed'; token: number; attempt: number; nowMs: number; firstStartMs: number }
+  | {
+      status: 'claimed';
+      token: number;
+      attempt: number;
+      nowMs: number;
+      firstStartMs: number;
+      /** Older occurrences waiting to retry that this claim ended failed: replaced (concurrencyPolicy Replace). */
+      replaced: { key: string; dueMs: number; fireMs: number }[];
+    }
   | { status: 'early'; waitMs: number }
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
@@ -48,6 +80,7 @@ export type ClaimResult =
   | { status: 'missed' }
   | { status: 'skipped'; reason: string }
   | { status: 'paused' }
+  | { status: 'failed'; reason: string; error: string }
   | { status: 'stalled-out' };
 
 /** Parameters of a claim. */
@@ -97,21 +130,35 @@ export class Store {
   }
 
   /**
-   * Records occurrences idempotently (first writer wins). With `mark`, the call also stores it as the replica's
-   * plan mark (see {@link Store.planMark}).
-   * @returns keys newly recorded as scheduled (to enqueue), and keys newly recorded missed or skipped.
+   * Records occurrences idempotently (first writer wins) and decides on the Redis clock which run and which are
+   * recorded missed or skipped (see the plan script). With `mark`, the call also stores it as the replica's plan
+   * mark (see {@link Store.planMark}). Items of one schedule must be consecutive and in due-time order.
+   * @returns keys newly recorded scheduled (to enqueue), and the occurrences newly recorded missed or skipped.
    */
   async plan(
     items: readonly PlannedOccurrence[],
-    o: { horizonMs: number; retentionMs: number; replica: string; mark?: string },
-  ): Promise<{ toEnqueue: string[]; finals: string[] }> {
+    o: { horizonMs: number; retentionMs: number; catchUpGraceMs: number; replica: string; mark?: string },
+  ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? ''];
-    for (const it of items) args.push(it.schedule, it.dueMs, it.fireMs, it.key, it.disposition, it.reason);
+    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? '', o.catchUpGraceMs];
+    for (let i = 0; i < items.length; ) {
+      const { schedule, policy: p } = items[i]!;
+      let j = i;
+      while (j < items.length && items[j]!.schedule === schedule && items[j]!.policy === p) j++;
+      args.push(schedule, j - i, p.suspend ? 1 : 0, p.startingDeadlineMs ?? -1, p.catchUp, p.maxCatchUpRuns);
+      for (; i < j; i++) {
+        const it = items[i]!;
+        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1);
+      }
+    }
     const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
-    const bar = out.lastIndexOf('|');
-    return { toEnqueue: out.slice(0, bar), finals: out.slice(bar + 1) };
+    const bar = out.indexOf('|');
+    const finals: PlannedFinal[] = [];
+    for (let i = bar + 1; i + 2 < out.length; i += 3) finals.push({ key: out[i]!, state: out[i + 1] as PlannedFinal['state'], reason: out[i + 2]! });
+    const toEnqueue: { key: string; reason: string }[] = [];
+    for (let i = 0; i + 1 < bar; i += 2) toEnqueue.push({ key: out[i]!, reason: out[i + 1]! });
+    return { toEnqueue, finals };
   }
 
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
@@ -141,14 +188,18 @@ export class Store {
       r.maxConcurrent ?? -1,
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
-      case 'claimed':
+      case 'claimed': {
+        const replaced = [];
+        for (let i = 5; i + 2 < out.length; i += 3) replaced.push({ key: String(out[i]), dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]) });
         return {
           status: 'claimed',
           token: Number(out[1]),
           attempt: Number(out[2]),
           nowMs: Number(out[3]),
           firstStartMs: Number(out[4]),
+          replaced,
         };
+      }
       case 'early':
         return { status: 'early', waitMs: Number(out[1]) };
       case 'held':
@@ -157,6 +208,8 @@ export class Store {
         return { status: 'final', state: String(out[1]) };
       case 'skipped':
         return { status: 'skipped', reason: String(out[1]) };
+      case 'failed':
+        return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
       case 'stale':
       case 'missed':
       case 'paused':
@@ -182,7 +235,8 @@ export class Store {
 
   /**
    * Records an attempt's result if `token` is still current and its lease live; a failure with retries left
-   * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter.
+   * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter, keeping its place in
+   * the schedule's active set until retryAt + lockMs.
    */
   async finish(
     key: string,
@@ -194,6 +248,8 @@ export class Store {
       error?: string;
       result?: string;
       retentionMs: number;
+      /** The claim lease; a retrying run keeps its place this long after its retry time. */
+      lockMs?: number;
       retries?: number;
       retryBackoffMs?: number;
       retryBackoffMaxMs?: number;
@@ -214,14 +270,18 @@ export class Store {
       r.retryBackoffMs ?? 1000,
       r.retryBackoffMaxMs ?? 300_000,
       Math.random(),
+      r.lockMs ?? 4_000,
     )) as [number, number];
     if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
     return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
 
-  /** Gives a claim up so another replica can claim at once. @returns false when it was no longer ours. */
-  async release(key: string, token: number, why: string): Promise<boolean> {
-    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key)) === 1;
+  /**
+   * Gives a claim up so another replica can claim at once; the occurrence keeps its place in the schedule's
+   * active set for `lockMs` meanwhile. @returns false when it was no longer ours.
+   */
+  async release(key: string, token: number, why: string, lockMs: number): Promise<boolean> {
+    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key, lockMs)) === 1;
   }
 
   /**
@@ -252,10 +312,27 @@ export class Store {
     return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
 
-  /** Closes an unclaimed occurrence with a final state. @returns false when it was final or held. */
-  async abandon(key: string, state: 'skipped' | 'missed', reason: string, retentionMs: number): Promise<boolean> {
+  /**
+   * Closes an unclaimed occurrence with a final state, unless it is final or held by a live claim. One that has
+   * started (waiting to retry, handed over) is recorded failed with the reason instead.
+   * @param o.minAgeMs close it only when its fire time is more than this in the past on the Redis clock.
+   * @returns `recorded` with the state recorded; `unchanged` when it was final, held or gone; `too-early` when
+   *   younger than minAgeMs.
+   */
+  async abandon(
+    key: string,
+    state: 'skipped' | 'missed',
+    reason: string,
+    retentionMs: number,
+    o: { minAgeMs?: number } = {},
+  ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
-    return Number(await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key)) === 1;
+    const [code, recorded] = (await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1)) as [
+      number,
+      string,
+    ];
+    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as 'skipped' | 'missed' | 'failed' };
+    return { outcome: Number(code) === 2 ? 'too-early' : 'unchanged' };
   }
 
   /**
@@ -372,6 +449,14 @@ export class Store {
       cancelled += Number(n);
       if (Number(left) === 0) return { cancelled, started: Number(started) };
     }
+  }
+
+  /**
+   * Ids of BullMQ delayed jobs (in the ZSET `delayedKey`) whose delay is over on the Redis clock, oldest first.
+   * @param limit most ids returned.
+   */
+  async dueDelayed(delayedKey: string, limit: number): Promise<string[]> {
+    return (await this.fns[dueDelayedScript.name]!(delayedKey, limit)) as string[];
   }
 
   /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */

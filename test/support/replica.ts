@@ -3,11 +3,19 @@
  * lines parsed, and signals (SIGKILL, SIGSTOP/SIGCONT, SIGTERM) sent to the real process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = `${ROOT}bin/cronflock.js`;
 const SKEW = fileURLToPath(new URL('./skew-clock.mjs', import.meta.url));
+/** Debian's libfaketime (package `libfaketime`; `.ci/run` installs it), for this machine's architecture. */
+export function libfaketime(): string {
+  const dirs = readdirSync('/usr/lib', { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `/usr/lib/${d.name}/faketime`);
+  const found = [...dirs, '/usr/lib/faketime'].map((d) => `${d}/libfaketime.so.1`).find((f) => existsSync(f));
+  if (!found) throw new Error('libfaketime is not installed (Debian/Ubuntu: apt-get install libfaketime; .ci/run does it)');
+  return found;
+}
 
 const ADMIN_LISTENING = 'admin server listening (/metrics, /healthz, /readyz)';
 
@@ -23,6 +31,12 @@ export interface ReplicaProcessOptions {
   args?: string[];
   /** Host clock offset to simulate (ms). */
   clockOffsetMs?: number;
+  /**
+   * A libfaketime timestamp file (e.g. `+0`; see fake-clock.ts): the process's wall clock (Date.now(), new
+   * Date()) follows the offset written in it, re-read at every call; its monotonic clock (performance.now(),
+   * timers) does not, as on a host whose clock is stepped.
+   */
+  faketimeFile?: string;
   namespace?: string;
   /** What start() waits for: the replica running (default), its admin server listening, or nothing. */
   waitFor?: 'running' | 'admin' | 'nothing';
@@ -68,6 +82,12 @@ export class ReplicaProcess {
     if (o.clockOffsetMs) {
       nodeArgs.push('--import', SKEW);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
+    }
+    if (o.faketimeFile) {
+      env.LD_PRELOAD = libfaketime();
+      env.FAKETIME_TIMESTAMP_FILE = o.faketimeFile;
+      env.FAKETIME_NO_CACHE = '1';
+      env.FAKETIME_DONT_FAKE_MONOTONIC = '1';
     }
     const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);

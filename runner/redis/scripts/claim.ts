@@ -10,14 +10,20 @@ import { LUA_PRELUDE } from './lua.js';
  * job re-added after BullMQ removed it, runs nothing).
  *
  * Concurrency policy (Kubernetes CronJob semantics, across every replica): the schedule's `active` set holds
- * the occurrences whose lease is live. Forbid: a scheduled or manual occurrence that finds another one running
- * is recorded skipped (overlap). Replace: the newer occurrence asks the older running ones to stop (their
- * claimant learns it at its next renewal and its AbortSignal fires) and waits until they have stopped or lost
- * their claim; an older occurrence that finds a newer one running is recorded skipped (superseded). Allow with
- * maxConcurrent: waits for a free slot (within the starting deadline). Backfill occurrences never skip or
- * replace: they wait; their order and pace are the backfill admission's (scripts/backfill.ts). An admitted
- * backfill occurrence of a suspended schedule goes back to waiting in its backfill queue, unrun (paused until
- * `cronflock resume`).
+ * the occurrences that have started and are not final: those whose lease is live, and those waiting to retry
+ * or handed over, which keep their place for a while (lua.ts). The policy decides about occurrences that have
+ * not started; one that has started keeps its place and ends succeeded or failed, never skipped.
+ * - Forbid: an occurrence that has not started and finds another one running or waiting to retry is recorded
+ *   skipped (overlap); a started one (a retry, a re-claim) that finds another waits for it to end.
+ * - Replace: the newer occurrence asks the older running ones to stop (their claimant learns it at its next
+ *   renewal and its AbortSignal fires) and waits until they have stopped or lost their claim; an older one
+ *   waiting to retry is ended at once, failed: replaced. An older occurrence that finds a newer one running is
+ *   recorded skipped (superseded) if it has not started, failed: replaced if it has.
+ * - Allow with maxConcurrent: waits for a free slot (within the starting deadline); a run waiting to retry
+ *   keeps its slot.
+ * Backfill occurrences never skip or replace: they wait; their order and pace are the backfill admission's
+ * (scripts/backfill.ts). An admitted backfill occurrence of a suspended schedule goes back to waiting in its
+ * backfill queue, unrun (paused until `cronflock resume`).
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule (ZSET), KEYS[4] schedules
  * (SET), KEYS[5] active set of the schedule (ZSET), KEYS[6] suspended schedules (HASH), KEYS[7] backfill queue
@@ -27,7 +33,8 @@ import { LUA_PRELUDE } from './lua.js';
  * ARGV[11] maxStalls, ARGV[12] origin (schedule | manual | backfill | resume), ARGV[13] concurrency policy
  * (Allow | Forbid | Replace), ARGV[14] maxConcurrent (-1: no limit)
  * Returns one of:
- *   {'claimed', token, attempt, nowMs, firstStartMs}   the caller holds the claim until leaseUntil
+ *   {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
+ *                                 leaseUntil; the triples are older occurrences it ended failed: replaced
  *   {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
  *   {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
  *   {'final', state}              already finished: nothing to do
@@ -35,6 +42,7 @@ import { LUA_PRELUDE } from './lua.js';
  *   {'missed'}                    recorded missed: it can no longer start within its starting deadline
  *   {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
  *   {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
+ *   {'failed', reason, error}     recorded failed: it had started, and a newer occurrence replaces it (Replace)
  *   {'stalled-out'}               recorded failed: it stalled more than maxStalls times
  */
 export const claimScript = {
@@ -83,28 +91,54 @@ if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', KEYS[6], s
   return {'paused'}
 end
 
--- Concurrency policy: who else of this schedule holds a live claim?
+-- Concurrency policy: who else of this schedule holds a live claim, or keeps its place between attempts?
+-- An occurrence that has started (an attempt was claimed before) keeps its place too: the policy may make it
+-- wait, or end it replaced, but never records it skipped.
+local started = hasStarted(occKey)
 rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1)
 local others = {}
 for _, other in ipairs(rcall('ZRANGE', KEYS[5], 0, -1)) do
   if other ~= key then others[#others + 1] = other end
 end
+local replaced = {}
 if #others > 0 then
   if origin == 'backfill' and policy ~= 'Allow' then return {'held', 250, others[1]} end
   if policy == 'Forbid' then
-    local why = 'overlap: ' .. others[1] .. ' still running (concurrencyPolicy Forbid)'
+    if started then return {'held', 250, others[1]} end
+    local doing = rcall('HGET', occPrefix .. others[1], 'state') == 'retrying' and ' waiting to retry' or ' still running'
+    local why = 'overlap: ' .. others[1] .. doing .. ' (concurrencyPolicy Forbid)'
     finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
     return {'skipped', why}
   elseif policy == 'Replace' then
     for _, other in ipairs(others) do
       if tonumber(rcall('HGET', occPrefix .. other, 'dueMs') or '0') > dueMs then
+        if started then
+          local why = 'replaced by ' .. other .. ' (concurrencyPolicy Replace)'
+          finalize(occKey, 'failed', 'replaced', retentionMs, KEYS[2], key)
+          rcall('HSET', occKey, 'error', why)
+          return {'failed', 'replaced', why}
+        end
         local why = 'superseded: newer ' .. other .. ' is running (concurrencyPolicy Replace)'
         finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
         return {'skipped', why}
       end
     end
-    for _, other in ipairs(others) do rcall('HSET', occPrefix .. other, 'cancelRequested', key) end
-    return {'held', 100, others[1]}
+    -- Older ones: one waiting to retry ends now (failed: replaced); a running one is asked to stop, and its
+    -- claimant learns it at its next renewal.
+    local running = {}
+    for _, other in ipairs(others) do
+      local otherKey = occPrefix .. other
+      if rcall('HGET', otherKey, 'state') == 'retrying' then
+        finalize(otherKey, 'failed', 'replaced', retentionMs, KEYS[2], other)
+        rcall('HSET', otherKey, 'error', 'replaced by ' .. key .. ' (concurrencyPolicy Replace)')
+        local o = rcall('HMGET', otherKey, 'dueMs', 'fireMs')
+        replaced[#replaced + 1] = other; replaced[#replaced + 1] = o[1]; replaced[#replaced + 1] = o[2]
+      else
+        rcall('HSET', otherKey, 'cancelRequested', key)
+        running[#running + 1] = other
+      end
+    end
+    if #running > 0 then return {'held', 100, running[1]} end
   elseif maxConcurrent >= 0 and #others >= maxConcurrent then
     return {'held', 250, others[1]}
   end
@@ -131,7 +165,9 @@ rcall('HDEL', occKey, 'cancelRequested', 'retryAt')
 rcall('PEXPIRE', occKey, lockMs + retentionMs)
 rcall('ZADD', KEYS[2], now, key)
 rcall('ZADD', KEYS[5], now + lockMs, key)
-return {'claimed', token, attempt, now, firstStart}
+local out = {'claimed', token, attempt, now, firstStart}
+for _, v in ipairs(replaced) do out[#out + 1] = v end
+return out
 `,
 } as const;
 

@@ -30,12 +30,16 @@ return {untilMs, rec[5] or ''}
  * again rather than finished by a claimant that may have been presumed dead.
  *
  * A failure with retries left becomes `retrying` (an open state) until `retryAt`: the delay is
- * min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1).
+ * min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1). The occurrence has
+ * started, so it keeps its place in the schedule's active set until retryAt + lockMs (the concurrency policy
+ * sees it between attempts; if nobody takes the retry up by then, its place lapses), and it ends succeeded or
+ * failed, never skipped or missed.
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] last success per schedule (HASH, Redis ms);
  * ARGV[1] fencing token, ARGV[2] state (succeeded | failed | skipped),
  * ARGV[3] reason, ARGV[4] error message, ARGV[5] result (JSON), ARGV[6] retentionMs, ARGV[7] occurrence key,
- * ARGV[8] retries allowed, ARGV[9] retryBackoffMs, ARGV[10] retryBackoffMaxMs, ARGV[11] jitter u in [0, 1)
+ * ARGV[8] retries allowed, ARGV[9] retryBackoffMs, ARGV[10] retryBackoffMaxMs, ARGV[11] jitter u in [0, 1),
+ * ARGV[12] lockMs
  * Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
  */
 export const finishScript = {
@@ -55,7 +59,7 @@ if ARGV[2] == 'failed' then
     local base = math.min(tonumber(ARGV[10]), tonumber(ARGV[9]) * 2 ^ (failures - 1))
     local retryAt = now + math.floor(base * (0.5 + tonumber(ARGV[11]) / 2))
     rcall('HSET', KEYS[1], 'state', 'retrying', 'retryAt', retryAt, 'released', 1, 'leaseUntil', 0, 'reason', ARGV[3])
-    deactivate(KEYS[1], ARGV[7])
+    holdPlace(KEYS[1], ARGV[7], retryAt + tonumber(ARGV[12]))
     rcall('ZADD', KEYS[2], retryAt, ARGV[7])
     return {2, retryAt}
   end
@@ -68,9 +72,11 @@ return {1, 0}
 
 /**
  * release: give a claim up on purpose (SIGTERM hand-over, or a claimant that learnt its lease lapsed) so that
- * another replica may claim at once instead of waiting for the lease to run out. Not counted as a stall.
+ * another replica may claim at once instead of waiting for the lease to run out. Not counted as a stall. The
+ * occurrence has started: it keeps its place in the schedule's active set for lockMs more, for the replica that
+ * takes it up (the concurrency policy treats it as running meanwhile).
  *
- * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] why, ARGV[3] occurrence key
+ * KEYS[1] run record; ARGV[1] fencing token, ARGV[2] why, ARGV[3] occurrence key, ARGV[4] lockMs
  * Returns: 1 when released, 0 when the claim was no longer ours.
  */
 export const releaseScript = {
@@ -81,7 +87,7 @@ local rec = rcall('HMGET', KEYS[1], 'token', 'state')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
 rcall('HSET', KEYS[1], 'leaseUntil', 0, 'released', 1, 'releaseReason', ARGV[2])
 rcall('HINCRBY', KEYS[1], 'handovers', 1)
-deactivate(KEYS[1], ARGV[3])
+holdPlace(KEYS[1], ARGV[3], now + tonumber(ARGV[4]))
 return 1
 `,
 } as const;
@@ -131,20 +137,27 @@ return out
 
 /**
  * abandon: close an occurrence that will not be claimed (its schedule is unknown to this replica, or was
- * removed) with a final state and reason, unless it is already final or held by a live claim.
+ * removed, or no replica ran its current definition in time) with a final state and reason, unless it is
+ * already final or held by a live claim. With a minimum age, it is closed only once its fire time is that far
+ * in the past on the Redis clock: "too late to run" is decided on `TIME`, never on a host's estimate. An
+ * occurrence that has started (waiting to retry, or handed over) is recorded failed with the reason instead.
  *
  * KEYS[1] run record, KEYS[2] pending (ZSET); ARGV[1] state (skipped | missed), ARGV[2] reason,
- * ARGV[3] retentionMs, ARGV[4] occurrence key
- * Returns: 1 when recorded, 0 otherwise.
+ * ARGV[3] retentionMs, ARGV[4] occurrence key, ARGV[5] minimum age of the fire time in ms (-1: none)
+ * Returns: {1, state recorded}; {0, ''} when final, held or gone; {2, ''} when younger than the minimum age.
  */
 export const abandonScript = {
   name: 'cronflockAbandon',
   numberOfKeys: 2,
   lua: `${LUA_PRELUDE}
-local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil')
-if not rec[1] or isFinal(rec[1]) then return 0 end
-if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return 0 end
-finalize(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
-return 1
+local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil', 'fireMs')
+if not rec[1] or isFinal(rec[1]) then return {0, ''} end
+if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return {0, ''} end
+local minAgeMs = tonumber(ARGV[5] or '-1')
+if minAgeMs >= 0 and now - tonumber(rec[3] or '0') <= minAgeMs then return {2, ''} end
+local state = ARGV[1]
+if hasStarted(KEYS[1]) then state = 'failed' end
+finalize(KEYS[1], state, ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
+return {1, state}
 `,
 } as const;

@@ -3,7 +3,7 @@
  * replicas on skewed hosts agree (promise 5), and runs atomically, so a claim, a renewal or a completion is
  * never interleaved with another replica's.
  *
- * Every open occurrence (scheduled or running) is in the `pending` ZSET until it is final; the sweeper walks it
+ * Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper walks it
  * so that no open occurrence can be left without a queue job (promise 2: nothing silent).
  *
  * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, origin
@@ -13,9 +13,11 @@
  * firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
  * concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
  *
- * While claimed, an occurrence is also in its schedule's `active` ZSET (score: lease end), which is how the
- * concurrency policy sees runs on every replica; backfill occurrences wait in their schedule's backfill queue
- * ZSET (score: due time; `queueKey` names it) until admitted, oldest first (scripts/backfill.ts).
+ * From its first claim until it is final, an occurrence is also in its schedule's `active` ZSET, which is how
+ * the concurrency policy sees runs on every replica: score = lease end while an attempt runs, and while it waits
+ * to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
+ * whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
+ * Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
  */
 
 /** `now` in ms from the server clock, and the helpers the scripts share. */
@@ -49,6 +51,19 @@ end
 local function deactivate(occKey, key)
   local activeKey = rcall('HGET', occKey, 'activeKey')
   if activeKey then rcall('ZREM', activeKey, key) end
+end
+
+-- Keeps a started occurrence in its schedule's active set until untilMs (Redis ms) while no attempt of it runs
+-- (waiting to retry, or handed over): it keeps its place, and lapses from the set if nobody takes it up.
+local function holdPlace(occKey, key, untilMs)
+  local activeKey = rcall('HGET', occKey, 'activeKey')
+  if activeKey then rcall('ZADD', activeKey, untilMs, key) end
+end
+
+-- True once an attempt of the occurrence was claimed: it has started, and the engine's policies and deadlines
+-- never record it missed or skipped (it ends succeeded or failed).
+local function hasStarted(occKey)
+  return rcall('HEXISTS', occKey, 'firstStartMs') == 1
 end
 
 -- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
