@@ -245,7 +245,10 @@ describe('sweep', () => {
     const items = offer('s', [{ dueMs: now - 10_000, fireMs: now - 10_000 }, { dueMs: now - 9_000, fireMs: now - 9_000 }], { catchUp: 'all' });
     expect((await store.plan(items, planOpts)).toEnqueue.map((e) => e.key)).toEqual([lost, enqueued]);
     await redis.hset(`bull:${keys.jobId(enqueued)}`, 'data', '{}'); // the job of \`enqueued\` exists
-    expect(await store.sweep(opts)).toEqual([{ key: lost, schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, origin: 'schedule' }]);
+    // Both were overdue when planned (catch-up runs): the reason comes back, and sends it to the backlog lane.
+    expect(await store.sweep(opts)).toEqual([
+      { key: lost, schedule: 's', dueMs: now - 10_000, fireMs: now - 10_000, origin: 'schedule', reason: 'catch-up: run late (catchUp all)' },
+    ]);
     // Checked entries go to the back: an immediate second sweep finds nothing due for a check.
     expect(await store.sweep(opts)).toEqual([]);
     await redis.zadd(keys.pending, 0, lost);
