@@ -5,7 +5,7 @@ import type { ConfigError } from './errors.js';
 import { loadSchedules, parseScheduleText } from './load.js';
 
 const fixtures = (name: string): string => fileURLToPath(new URL(`../../test/fixtures/config/${name}`, import.meta.url));
-const casesUrl = new URL('../../../shared/cases/schedule-times.json', import.meta.url);
+const casesUrl = new URL('../../test/cases/schedule-times.json', import.meta.url);
 
 interface RejectedCase {
   cron: string;

@@ -3,15 +3,15 @@ import { describe, it, expect } from 'vitest';
 import { CronError, compileCron, isValidTimeZone, minGapMs, type DueTimes } from './cron.js';
 
 // ---------------------------------------------------------------------------------------------------------
-// Reference cases: ../shared/cases/schedule-times.json from the project root, read at run time so that a
-// corrected case reaches this test without editing it.
+// Reference cases: test/cases/schedule-times.json (a copy of the design notes' ../shared/cases/), read at run
+// time so that a corrected case reaches this test without editing it.
 // ---------------------------------------------------------------------------------------------------------
 interface NextCase { id: string; cron: string; timeZone: string; after: string; next: string[] }
 interface LastDueCase { id: string; cron: string; timeZone: string; at: string; lastDue: string; nextDue: string }
 interface RejectedCase { cron: string; timeZone?: string; why?: string }
 interface CaseFile { cases: NextCase[]; lastDue: LastDueCase[]; rejected: RejectedCase[] }
 
-const CASES_URL = new URL('../../../shared/cases/schedule-times.json', import.meta.url);
+const CASES_URL = new URL('../../test/cases/schedule-times.json', import.meta.url);
 const caseFile = JSON.parse(readFileSync(CASES_URL, 'utf8')) as CaseFile;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
