@@ -5,7 +5,7 @@
  * and its memory is bounded without touching the replica's.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
