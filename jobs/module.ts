@@ -2,13 +2,27 @@
  * `kind: module`: a job written by the user in JavaScript or TypeScript. `path` (relative to the schedule file)
  * names a module whose default export has `run(context, params)`; `params` is passed through as written.
  * TypeScript modules are loaded through tsx, so no build step is needed for them.
+ *
+ * The module's code never runs in the replica unless the user asks for it (`isolation: none`): loading a schedule
+ * file checks each module in a fresh child process with a time limit (`loadTimeout`) and a memory limit
+ * (`memoryLimitMb`), and each attempt runs in a fresh child process (default) or worker thread (./module-sandbox.ts).
  */
 import { access } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
+import { timerDurationMs } from '../runner/config/zod-duration.js';
+import { linkedSignal } from '../runner/time/deadline.js';
+import { formatDurationMs } from '../runner/time/duration.js';
+import { importUserJob, type UserJob } from './module-import.js';
+import { checkModule, runSandboxed, SandboxError, type SandboxLimits } from './module-sandbox.js';
 import { JobCompileError, type JobContext, type JobKind } from './types.js';
+
+/** Default of `loadTimeout` (ms). */
+export const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
+/** Default of `memoryLimitMb` (MiB). */
+export const DEFAULT_MEMORY_LIMIT_MB = 1024;
+/** Smallest `memoryLimitMb`: Node with tsx takes ~130 MiB of data segment before the module does anything. */
+export const MIN_MEMORY_LIMIT_MB = 256;
 
 /** Parameters of a module job, as written in a schedule file. */
 export const moduleJobSchema = z.strictObject({
@@ -16,104 +30,112 @@ export const moduleJobSchema = z.strictObject({
   path: z
     .string()
     .min(1, 'must name a .js, .mjs or .ts file')
-    .describe('module file, relative to the schedule file; its default export has run(context, params)'),
+    .describe(
+      'module file, relative to the schedule file (absolute paths and paths outside its folder are allowed); its default export has run(context, params)',
+    ),
   params: z.record(z.string(), z.unknown()).default({}).describe('passed to run() as its second argument'),
   isolation: z
-    .enum(['thread', 'none'])
-    .default('thread')
+    .enum(['process', 'thread', 'none'])
+    .default('process')
     .describe(
-      'thread (default): each run in its own worker thread, so a crashing job fails only its attempt; none: in the replica process (faster start, but a crash takes the replica down)',
+      'process (default): each attempt in its own child process, memory bounded as a whole; thread: in a worker thread (V8 heap bounded, Buffers not); none: in the replica process (no start-up cost, but the module can block or crash the replica)',
     ),
+  loadTimeout: timerDurationMs
+    .refine((ms) => ms <= 300_000, 'must be at most 5m')
+    .prefault(`${DEFAULT_LOAD_TIMEOUT_MS / 1000}s`)
+    .describe('how long importing the module (its top-level code) may take, at load and before each attempt (default 10s)'),
+  memoryLimitMb: z
+    .int('must be a whole number of MiB')
+    .min(MIN_MEMORY_LIMIT_MB, `must be at least ${MIN_MEMORY_LIMIT_MB} (Node itself takes ~130 MiB)`)
+    .max(65_536, 'must be at most 65536')
+    .default(DEFAULT_MEMORY_LIMIT_MB)
+    .describe(`memory of the job's process in MiB: V8 heap, Buffers and native memory together (thread: V8 heap only) (default ${DEFAULT_MEMORY_LIMIT_MB})`),
 });
 
-/** Parameters after validation. */
+/** Parameters after validation (`loadTimeout` in ms). */
 export type ModuleJobParams = z.output<typeof moduleJobSchema>;
 
-/** What a user module's default export must provide. */
-export interface UserJob {
-  run(ctx: JobContext, params: Record<string, unknown>): Promise<unknown> | unknown;
-}
-
-/** A compiled module job: the resolved file and the loaded export. */
+/** A compiled module job: the resolved file, checked to load, and its limits. */
 export interface CompiledModuleJob {
   kind: 'module';
   file: string;
   params: Record<string, unknown>;
-  isolation: 'thread' | 'none';
-  job: UserJob;
+  isolation: 'process' | 'thread' | 'none';
+  limits: SandboxLimits;
 }
 
-/** How long a thread may go on after its signal fired before it is terminated. */
-const THREAD_ABORT_GRACE_MS = 5_000;
-
-/** Runs one attempt in a worker thread (see module-worker.ts); settles with the job's result or error. */
-function runInThread(ctx: JobContext, p: CompiledModuleJob): Promise<unknown> {
-  const worker = new Worker(new URL('./module-worker.js', import.meta.url), {
-    workerData: { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica },
-  });
-  let killTimer: NodeJS.Timeout | undefined;
-  const onAbort = (): void => {
-    worker.postMessage({ type: 'abort', reason: String((ctx.signal.reason as Error)?.message ?? 'aborted') });
-    killTimer = setTimeout(() => void worker.terminate(), THREAD_ABORT_GRACE_MS);
-  };
-  if (ctx.signal.aborted) onAbort();
-  else ctx.signal.addEventListener('abort', onAbort, { once: true });
-  return new Promise<unknown>((resolve, reject) => {
-    worker.on('message', (m: { type: string; level?: keyof JobContext['log']; obj?: object; msg?: string; value?: unknown; message?: string }) => {
-      if (m.type === 'log' && m.level) ctx.log[m.level](m.obj ?? {}, m.msg);
-      else if (m.type === 'done') resolve(m.value);
-      else if (m.type === 'error') reject(new Error(m.message));
-    });
-    worker.on('error', (err) => reject(new Error(`job crashed: ${err.message}`)));
-    worker.on('exit', (code) => reject(new Error(`job thread exited with code ${code} before finishing`)));
-  }).finally(() => {
-    ctx.signal.removeEventListener('abort', onAbort);
-    if (killTimer) clearTimeout(killTimer);
-    void worker.terminate();
-  });
-}
+/** Modules imported into the replica (`isolation: none`), by file. */
+const inProcess = new Map<string, Promise<UserJob>>();
 
 /**
- * Imports a user job module; `.ts`, `.mts` and `.cts` through tsx.
- * @throws JobCompileError (field `path`) when the file is missing or its default export has no `run`.
+ * Imports an `isolation: none` module into this process on its first run, within its load time limit.
+ * @throws Error when it does not load in time (the import goes on in the background: `none` is the user's choice).
  */
-export async function importUserJob(file: string): Promise<UserJob> {
+async function importHere(p: CompiledModuleJob, signal: AbortSignal): Promise<UserJob> {
+  let loading = inProcess.get(p.file);
+  if (!loading) {
+    loading = importUserJob(p.file);
+    inProcess.set(p.file, loading);
+    loading.catch(() => inProcess.delete(p.file));
+  }
+  const deadline = linkedSignal([signal], p.limits.loadTimeoutMs);
   try {
-    await access(file);
-  } catch {
-    throw new JobCompileError(`module not found: ${file}`, ['path']);
+    return await new Promise<UserJob>((resolve, reject) => {
+      deadline.signal.addEventListener('abort', () => {
+        reject(
+          deadline.timedOut
+            ? new Error(`module ${p.file}: did not finish loading within ${formatDurationMs(p.limits.loadTimeoutMs)} (loadTimeout)`)
+            : deadline.signal.reason,
+        );
+      });
+      loading.then(resolve, (err: unknown) => reject(new Error(`module ${p.file}: ${(err as Error)?.message ?? String(err)}`)));
+    });
+  } finally {
+    deadline.dispose();
   }
-  let mod: { default?: unknown };
-  try {
-    if (/\.[mc]?ts$/.test(file)) {
-      const { tsImport } = await import('tsx/esm/api');
-      mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as { default?: unknown };
-    } else {
-      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-    }
-  } catch (err) {
-    throw new JobCompileError(`module ${file} failed to load: ${(err as Error).message}`, ['path']);
-  }
-  let exported = mod.default as { run?: unknown; default?: { run?: unknown } } | undefined;
-  // tsx may wrap a CommonJS-shaped default export once more.
-  if (exported && typeof exported.run !== 'function' && exported.default) exported = exported.default;
-  if (!exported || typeof exported.run !== 'function') {
-    throw new JobCompileError(`module ${file} must have a default export with a run(context, params) function`, [
-      'path',
-    ]);
-  }
-  return exported as UserJob;
 }
+
+/** Memo key of a check: the same file with the same limits is checked once per load. */
+const checkKey = (file: string, l: SandboxLimits): string => `module-check\u0000${file}\u0000${l.loadTimeoutMs}\u0000${l.memoryLimitMb}`;
 
 /** The `module` job kind. */
 export const moduleJob: JobKind<ModuleJobParams, CompiledModuleJob> = {
   kind: 'module',
   schema: moduleJobSchema,
+  /**
+   * Resolves `path` against the schedule file's folder and checks, in a fresh child process, that the module loads
+   * within `loadTimeout` and `memoryLimitMb` and has a default export with run() (once per file and limits per load).
+   * @throws JobCompileError (field `path`) saying why not.
+   */
   async compile(p, ctx) {
     const file = isAbsolute(p.path) ? p.path : resolve(ctx.baseDir, p.path);
-    return { kind: 'module', file, params: p.params, isolation: p.isolation, job: await importUserJob(file) };
+    try {
+      await access(file);
+    } catch {
+      throw new JobCompileError(`module ${p.path}: not found (${file})`, ['path']);
+    }
+    const limits: SandboxLimits = { loadTimeoutMs: p.loadTimeout, memoryLimitMb: p.memoryLimitMb };
+    const key = checkKey(file, limits);
+    let check = ctx.memo?.get(key) as Promise<void> | undefined;
+    if (!check) {
+      check = checkModule(file, limits);
+      ctx.memo?.set(key, check);
+    }
+    try {
+      await check;
+    } catch (err) {
+      throw new JobCompileError(`module ${p.path}: ${(err as Error).message}`, ['path']);
+    }
+    return { kind: 'module', file, params: p.params, isolation: p.isolation, limits };
   },
-  async run(ctx, p) {
-    return p.isolation === 'thread' ? runInThread(ctx, p) : p.job.run(ctx, p.params);
+  async run(ctx: JobContext, p: CompiledModuleJob) {
+    if (p.isolation === 'none') return (await importHere(p, ctx.signal)).run(ctx, p.params);
+    try {
+      return await runSandboxed(p.isolation, ctx, { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica }, p.limits);
+    } catch (err) {
+      // A module that stopped loading since the load-time check (edited, or depending on something that changed).
+      if (err instanceof SandboxError && err.phase === 'load') throw new Error(`module ${p.file}: ${err.message}`);
+      throw err;
+    }
   },
 };

@@ -53,7 +53,7 @@ export interface JobContext {
   /**
    * Flock-wide locks with fencing tokens and fenced checkpoints (on the flock's Redis), for jobs that must run
    * one at a time per target across all schedules and replicas, and resume after a re-claim (e.g. restore).
-   * Given by the engine; absent when a job is run outside a flock (and in `kind: module` worker threads).
+   * Given by the engine; absent when a job is run outside a flock (and in `kind: module` sandboxes: processes and threads).
    */
   coordination?: JobCoordination;
   /**
@@ -150,6 +150,11 @@ export interface JobCoordination {
 export interface CompileContext {
   /** Absolute directory of the schedule file that defined the job. */
   baseDir: string;
+  /**
+   * Shared by every compile of one load (all files of a directory), so that work on one input is done once per load
+   * (e.g. a module file used by many schedules is checked once). Keys are the kind's own; absent = no memo.
+   */
+  memo?: Map<string, Promise<unknown>>;
 }
 
 /**
@@ -164,6 +169,7 @@ export interface JobKind<Params extends { kind: string } = { kind: string }, Com
   /**
    * Checks that need the file system or other context (e.g. that a module path exists and exports `run`).
    * Runs at load time, before anything is scheduled; throws `JobCompileError` with the field and the reason.
+   * Must not run user code in the caller's process, and must finish in bounded time (a reload waits for it).
    */
   compile?(params: Params, ctx: CompileContext): Promise<Compiled>;
   /**

@@ -17,6 +17,7 @@ import {
   type Configuration,
   type KubeConfig,
 } from '@kubernetes/client-node';
+import { linkedSignal } from '../runner/time/deadline.js';
 import { assertUsableKubeConfig, type LoadedKubeConfig } from './config.js';
 import { Discovery, type DiscoveryOptions } from './discovery.js';
 import { errorFromResponse, K8sError } from './errors.js';
@@ -182,8 +183,9 @@ export class KubeClient {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
     }
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout]) : timeout);
+    // A timer we hold, not AbortSignal.timeout/any, whose combination can be garbage-collected and never fire.
+    const deadline = linkedSignal([req.signal], this.timeoutMs);
+    ctx.setSignal(deadline.signal);
     try {
       const res = await this.configuration.httpApi.send(ctx).toPromise();
       return { status: res.httpStatusCode, headers: res.headers, text: await res.body.text() };
@@ -191,11 +193,13 @@ export class KubeClient {
       if (req.signal?.aborted) {
         throw new K8sError({ code: 'ABORTED', message: `${line}: aborted`, request: line, cause: e });
       }
-      if (timeout.aborted) {
+      if (deadline.timedOut) {
         throw new K8sError({ code: 'TIMEOUT', message: `${line}: no answer within ${this.timeoutMs} ms`, request: line, cause: e });
       }
       const msg = e instanceof Error ? e.message : String(e);
       throw new K8sError({ code: 'NETWORK', message: `${line}: ${msg}`, request: line, cause: e });
+    } finally {
+      deadline.dispose();
     }
   }
 }

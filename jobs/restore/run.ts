@@ -41,6 +41,7 @@
  *   checkpoints, so nothing is counted or deleted twice. Finished restores clear their checkpoints.
  */
 import { createHash } from 'node:crypto';
+import { linkedSignal, type LinkedSignal } from '../../runner/time/deadline.js';
 import { clusterIdentity } from '../../k8s/cluster.js';
 import {
   deleteObject,
@@ -226,6 +227,7 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
   let lock: JobLock | undefined;
   let checkpoints: JobCheckpoints | undefined;
   let signal = o.signal;
+  let linked: LinkedSignal | undefined;
   let state = new Map<string, string>();
   if (!o.dryRun) {
     if (!o.lock) throw new RestoreError('NO_LOCK', 'a restore needs the flock lock (coordination): run it from a schedule or `cronflock restore`');
@@ -235,7 +237,9 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
       signal: o.signal,
       ...(o.lock.owner ? { owner: o.lock.owner } : {}),
     });
-    signal = AbortSignal.any([o.signal, lock.signal]);
+    // Plain listeners we hold, not AbortSignal.any (its weak references can miss an abort: runner/time/deadline.ts).
+    linked = linkedSignal([o.signal, lock.signal]);
+    signal = linked.signal;
     checkpoints = lock.checkpoints(checkpointScope(o.lock.scope, manifest, o.prune));
     state = await checkpoints.getAll();
     log.info({ fencingToken: lock.fencingToken, resumedFields: state.size }, state.size > 0 ? 'restore: lock taken; resuming' : 'restore: lock taken');
@@ -283,6 +287,7 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreReport> {
     }
     throw e;
   } finally {
+    linked?.dispose();
     await lock?.release();
   }
 }

@@ -9,9 +9,10 @@
 /**
  * What went wrong, for programs (the message is for people).
  * - `CONFIG_IO`: the path is missing or unreadable, or a directory holds no schedule files.
+ * - `FILE_TOO_LARGE`: a schedule file is larger than the loader reads (see `MAX_SCHEDULE_FILE_BYTES`).
  * - `YAML_SYNTAX`: the file is not well-formed YAML (or holds several documents).
  * - `SCHEMA_INVALID`: a value or key does not match the schedule-file schema (unknown key, wrong type, bad
- *   duration, bad name, missing field, ...).
+ *   duration, bad name, missing field, a `__proto__` key, ...).
  * - `NO_SCHEDULES`: the file has no (or an empty) `schedules` list.
  * - `NAME_DUPLICATE`: a schedule name is used twice (in one file or across the files of a directory).
  * - `JITTER_TOO_LONG`: the jitter window reaches the next due time.
@@ -20,6 +21,7 @@
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
+  | 'FILE_TOO_LARGE'
   | 'YAML_SYNTAX'
   | 'SCHEMA_INVALID'
   | 'NO_SCHEDULES'

@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ConfigError } from './errors.js';
-import { loadSchedules, parseScheduleText } from './load.js';
+import { loadSchedules, MAX_SCHEDULE_FILE_BYTES, parseScheduleText } from './load.js';
 
 const fixtures = (name: string): string => fileURLToPath(new URL(`../../test/fixtures/config/${name}`, import.meta.url));
 const casesUrl = new URL('../../test/cases/schedule-times.json', import.meta.url);
@@ -94,9 +96,14 @@ describe('parseScheduleText: valid files', () => {
       fixtures('modules/schedules.yaml'),
     );
     expect(r.errors).toEqual([]);
-    const job = r.schedules[0]!.job as { kind: string; file: string; params: unknown; job: { run: unknown } };
-    expect(job).toMatchObject({ kind: 'module', file: fixtures('modules/job-ok.ts'), params: { a: 1 } });
-    expect(typeof job.job.run).toBe('function');
+    // Checked in a sandbox process: the compiled job carries the file and the limits, not the loaded module.
+    expect(r.schedules[0]!.job).toEqual({
+      kind: 'module',
+      file: fixtures('modules/job-ok.ts'),
+      params: { a: 1 },
+      isolation: 'process',
+      limits: { loadTimeoutMs: 10_000, memoryLimitMb: 1024 },
+    });
   });
 });
 
@@ -280,7 +287,7 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
       field: 'schedules[0].job.path',
       code: 'JOB_INVALID',
     });
-    expect(e.reason).toContain('module not found');
+    expect(e.reason).toBe(`module ./missing.ts: not found (${fixtures('modules/missing.ts')})`);
   });
 
   it('refuses a module job whose default export has no run()', async () => {
@@ -403,7 +410,67 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
   });
 });
 
+describe('parseScheduleText: keys JavaScript treats specially, values never echoed', () => {
+  it('refuses a __proto__ key wherever it is, at the key (zod would drop it and what it holds silently)', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "@daily"\n    __proto__: {suspend: true}\n    job: { kind: module, path: ./job-ok.ts, params: { __proto__: { x: 1 } } }\n`,
+      fixtures('modules/schedules.yaml'),
+    );
+    expect(r.schedules).toEqual([]);
+    expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field} ${e.code}`)).toEqual([
+      '4:5 schedules[0].__proto__ SCHEMA_INVALID',
+      '5:55 schedules[0].job.params.__proto__ SCHEMA_INVALID',
+    ]);
+  });
+
+  it('names the type of a wrong value, never the value (it may be a secret in the wrong place)', async () => {
+    const r = await parseScheduleText(
+      `schedules:\n  - name: a\n    cron: "@daily"\n    suspend: 31337\n    retries: "hunter2-pass"\n    job: { kind: http, url: "https://example.com/", method: 424242, params: "pw-777777" }\n`,
+      'test.yaml',
+    );
+    const text = r.errors.map((e) => e.format()).join('\n');
+    expect(text).toContain('schedules[0].suspend: expected boolean, got a number');
+    expect(text).toContain('schedules[0].job.params: expected a map, got text');
+    expect(r.errors).toHaveLength(4);
+    expect(text).not.toMatch(/31337|hunter2|424242|777777/);
+  });
+});
+
 describe('loadSchedules', () => {
+  it('refuses a schedule file above 16 MiB before parsing it, and loads the other files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-big-'));
+    try {
+      const line = `  - { name: s, cron: "@daily", job: ${HTTP_JOB} }\n`;
+      writeFileSync(join(dir, 'big.yaml'), `schedules:\n${line.repeat(Math.ceil((MAX_SCHEDULE_FILE_BYTES + 1) / line.length))}`);
+      writeFileSync(join(dir, 'small.yaml'), `schedules:\n  - { name: t, cron: "@daily", job: ${HTTP_JOB} }\n`);
+      const before = process.memoryUsage().heapUsed;
+      const r = await loadSchedules(dir);
+      // Parsing 16 MiB of YAML would take hundreds of MB of heap; refusing it takes none.
+      expect(process.memoryUsage().heapUsed - before).toBeLessThan(64 * 1024 * 1024);
+      expect(r.files).toEqual([
+        { file: join(dir, 'big.yaml'), ok: false, scheduleCount: 0 },
+        { file: join(dir, 'small.yaml'), ok: true, scheduleCount: 1 },
+      ]);
+      const e = only(r.errors, { file: join(dir, 'big.yaml'), line: 0, col: 0, field: '', code: 'FILE_TOO_LARGE' });
+      expect(e.format()).toMatch(/big\.yaml: is 16\.0 MiB; a schedule file may be at most 16\.0 MiB\n {2}hint: split the schedules into several/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads a file just below the limit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-big-'));
+    try {
+      const text = `schedules:\n  - { name: t, cron: "@daily", job: ${HTTP_JOB} }\n`;
+      writeFileSync(join(dir, 'a.yaml'), text + '#'.repeat(MAX_SCHEDULE_FILE_BYTES - text.length - 1) + '\n');
+      const r = await loadSchedules(join(dir, 'a.yaml'));
+      expect(r.errors).toEqual([]);
+      expect(r.schedules.map((x) => x.name)).toEqual(['t']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('loads the good file of a directory and refuses the bad one', async () => {
     const dir = fixtures('mixed-dir');
     const r = await loadSchedules(dir);

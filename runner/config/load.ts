@@ -4,15 +4,17 @@
  * at `file:line:col` of the offending YAML node; in a directory the other files still load.
  */
 import { createHash } from 'node:crypto';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   LineCounter,
   isAlias,
   isMap,
+  isPair,
   isScalar,
   isSeq,
   parseDocument,
+  visit,
   type Document,
   type Node,
   type Pair,
@@ -116,6 +118,13 @@ export interface LoadResult {
 }
 
 const SCHEDULE_FILE = /^[^.].*\.ya?ml$/;
+
+/**
+ * Largest schedule file read (16 MiB, ~150,000 schedules). Parsing takes several times a file's size in memory
+ * (a 200 MB file took 1 GB; 600 MB failed inside V8), so a larger file is refused before it is read: split it into
+ * several files of a directory, which are parsed one at a time.
+ */
+export const MAX_SCHEDULE_FILE_BYTES = 16 * 1024 * 1024;
 const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout']);
 
 /**
@@ -150,17 +159,23 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
   }
 
   const result: LoadResult = { schedules: [], errors: [], files: [] };
+  const memo = new Map<string, Promise<unknown>>();
   const checkedFiles: { file: string; checked: Awaited<ReturnType<typeof checkText>> | null; errors: ConfigError[] }[] = [];
   const definedIn = new Map<string, NameDefinition[]>();
   for (const file of files) {
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      const read = await readBounded(file, MAX_SCHEDULE_FILE_BYTES);
+      if (read.tooLarge) {
+        checkedFiles.push({ file, checked: null, errors: [tooLarge(file, read.sizeBytes)] });
+        continue;
+      }
+      text = read.text;
     } catch (err) {
       checkedFiles.push({ file, checked: null, errors: [ioError(file, `cannot be read: ${(err as Error).message}`, undefined, err)] });
       continue;
     }
-    const checked = await checkText(text, file, dirname(resolve(file)));
+    const checked = await checkText(text, file, dirname(resolve(file)), memo);
     checkedFiles.push({ file, checked, errors: [...checked.errors] });
     for (const def of checked.names) definedIn.set(def.name, [...(definedIn.get(def.name) ?? []), def]);
   }
@@ -202,7 +217,7 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const { schedules, errors } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)));
+  const { schedules, errors } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
   return errors.length === 0 ? { schedules, errors } : { schedules: [], errors };
 }
 
@@ -214,6 +229,42 @@ async function scheduleFilesIn(dir: string): Promise<string[]> {
     if ((await stat(file).catch(() => null))?.isFile()) files.push(file);
   }
   return files;
+}
+
+/** The file as UTF-8 text, unless it holds more than `maxBytes` (then its size; at most `maxBytes` + 64 KiB are read). */
+async function readBounded(file: string, maxBytes: number): Promise<{ tooLarge: false; text: string } | { tooLarge: true; sizeBytes: number }> {
+  const fh = await open(file, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    if (size > maxBytes) return { tooLarge: true, sizeBytes: size };
+    // Read in chunks, not by the size from stat: the file may grow in between.
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(64 * 1024);
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      n += bytesRead;
+      if (n > maxBytes) return { tooLarge: true, sizeBytes: Math.max(n, (await fh.stat()).size) };
+    }
+    return { tooLarge: false, text: Buffer.concat(chunks, n).toString('utf8') };
+  } finally {
+    await fh.close();
+  }
+}
+
+function tooLarge(file: string, sizeBytes: number): ConfigError {
+  const mib = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MiB`;
+  return new ConfigError({
+    code: 'FILE_TOO_LARGE',
+    file,
+    line: 0,
+    col: 0,
+    field: '',
+    reason: `is ${mib(sizeBytes)}; a schedule file may be at most ${mib(MAX_SCHEDULE_FILE_BYTES)}`,
+    hint: 'split the schedules into several *.yaml files in one directory and pass the directory',
+  });
 }
 
 function compareCodeUnits(a: string, b: string): number {
@@ -271,7 +322,7 @@ interface Problem {
   atKey?: boolean;
 }
 
-async function checkText(text: string, file: string, baseDir: string): Promise<CheckedText> {
+async function checkText(text: string, file: string, baseDir: string, memo: Map<string, Promise<unknown>>): Promise<CheckedText> {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
@@ -279,6 +330,7 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
     return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [] };
   }
   const locator = new Locator(doc, at);
+  const protoErrors = protoKeyErrors(doc, file, at);
   const toError = (p: Problem): ConfigError => {
     const pos = locator.position(p.path, p.atKey ?? false);
     return new ConfigError({
@@ -317,10 +369,13 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
   // the file are not, so that one pass reports everything).
   const rawList = (data as { schedules?: unknown } | null)?.schedules;
   const items: unknown[] = Array.isArray(rawList) ? rawList : [];
+  // They run side by side (a kind bounds its own parallelism, e.g. module checks) and share the load's memo.
   const compiledJobs = new Map<number, CompiledJob>();
+  const compiles: Promise<void>[] = [];
+  const jobProblems = problems.filter((p) => p.path[0] === 'schedules' && p.path[2] === 'job');
   for (const [i, item] of items.entries()) {
     const jobPath: Path = ['schedules', i, 'job'];
-    if (problems.some((p) => startsWith(p.path, jobPath))) continue;
+    if (jobProblems.some((p) => startsWith(p.path, jobPath))) continue;
     const params = parsed.success ? parsed.data.schedules[i]?.job : jobParamsOf(item);
     if (!params) continue;
     const kind = findJobKind(params.kind);
@@ -328,16 +383,21 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
       compiledJobs.set(i, params);
       continue;
     }
-    try {
-      compiledJobs.set(i, (await kind.compile(params, { baseDir })) as CompiledJob);
-    } catch (err) {
-      if (err instanceof JobCompileError) {
-        problems.push({ code: 'JOB_INVALID', path: [...jobPath, ...err.path], reason: err.message, cause: err });
-      } else {
-        problems.push({ code: 'JOB_INVALID', path: jobPath, reason: `cannot be loaded: ${(err as Error).message}`, cause: err });
-      }
-    }
+    compiles.push(
+      (async () => {
+        try {
+          compiledJobs.set(i, (await kind.compile!(params, { baseDir, memo })) as CompiledJob);
+        } catch (err) {
+          if (err instanceof JobCompileError) {
+            problems.push({ code: 'JOB_INVALID', path: [...jobPath, ...err.path], reason: err.message, cause: err });
+          } else {
+            problems.push({ code: 'JOB_INVALID', path: jobPath, reason: `cannot be loaded: ${(err as Error).message}`, cause: err });
+          }
+        }
+      })(),
+    );
   }
+  await Promise.all(compiles);
 
   const names: NameDefinition[] = [];
   for (const [i, item] of items.entries()) {
@@ -347,7 +407,9 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
     names.push({ name, file, ...locator.position(path, false), field: fieldPath(path) });
   }
 
-  const errors = problems.map(toError).sort(byPosition);
+  // A strict map also calls a __proto__ key unknown: the key's own error says more.
+  const schemaErrors = problems.filter((p) => protoErrors.length === 0 || p.path[p.path.length - 1] !== '__proto__').map(toError);
+  const errors = [...schemaErrors, ...protoErrors].sort(byPosition);
   if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names };
 
   const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
@@ -355,6 +417,42 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
     ...locator.position(['schedules', i], false),
   }));
   return { schedules, errors: [], names };
+}
+
+/**
+ * Every `__proto__` key of the document. Parsed into a JavaScript object, such a key does not become a field: the
+ * schema would drop it (and what it holds) silently, so it is refused where it is written, wherever it is.
+ */
+function protoKeyErrors(doc: Document, file: string, at: (offset: number) => { line: number; col: number }): ConfigError[] {
+  const out: ConfigError[] = [];
+  visit(doc, {
+    Pair(_key, pair, ancestors) {
+      if (!isScalar(pair.key) || pair.key.value !== '__proto__') return;
+      const pos = at(pair.key.range?.[0] ?? 0);
+      out.push(
+        new ConfigError({
+          code: 'SCHEMA_INVALID',
+          file,
+          ...pos,
+          field: fieldPath([...pathOf(ancestors), '__proto__']),
+          reason: 'the key "__proto__" cannot be used: JavaScript gives it a special meaning, and what it holds would be dropped',
+          hint: 'remove it (no field, header or parameter can be named __proto__)',
+        }),
+      );
+    },
+  });
+  return out;
+}
+
+/** The field path (keys and list indexes) that a chain of YAML ancestors (document first) leads to. */
+function pathOf(ancestors: readonly unknown[]): Path {
+  const path: Path = [];
+  ancestors.forEach((node, i) => {
+    const child = ancestors[i + 1];
+    if (isPair(node) && isScalar(node.key)) path.push(String(node.key.value));
+    else if (isSeq(node) && child !== undefined) path.push(node.items.indexOf(child as never));
+  });
+  return path;
 }
 
 function jobParamsOf(item: unknown): JobParams | undefined {
@@ -508,6 +606,12 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
     });
   }
 
+  if (issue.code === 'invalid_key') {
+    // A map key its schema refuses (e.g. a header name): the key's own issue says why; point at the key.
+    const why = issue.issues.map((i) => i.message).find((m) => !m.startsWith('Invalid input'));
+    return [{ code: 'SCHEMA_INVALID', path, reason: why ?? 'is not a valid key here', atKey: true }];
+  }
+
   if (issue.code === 'invalid_union' && issue.discriminator !== undefined && !('matches' in issue)) {
     const kinds = (issue.options ?? []).map(String).join(', ');
     // The job block's `kind`, or another discriminated block's field (e.g. a backup's `storage.type`).
@@ -563,7 +667,7 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
         : path.length === 0
           ? 'a schedule file is a map with a "schedules:" list'
           : undefined;
-    const expected = issue.expected === 'object' ? 'a map' : issue.expected === 'array' ? 'a list' : issue.expected;
+    const expected = issue.expected === 'object' || issue.expected === 'record' ? 'a map' : issue.expected === 'array' ? 'a list' : issue.expected;
     return [
       {
         code: 'SCHEMA_INVALID',
@@ -594,10 +698,12 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
   return [{ code: 'SCHEMA_INVALID', path, reason: issue.message }];
 }
 
+/** What was given, by its type only: a value in the wrong place may be a secret (e.g. a header value), so never the value. */
 function describe(v: unknown): string {
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object' && v !== null) return 'a map';
-  return `${typeof v} ${JSON.stringify(v)}`;
+  if (typeof v === 'boolean') return String(v);
+  return typeof v === 'number' ? 'a number' : typeof v === 'string' ? 'text' : `a ${typeof v}`;
 }
 
 function valueAt(data: unknown, path: readonly (string | number)[]): unknown {

@@ -12,6 +12,7 @@ import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
 import { explainRedisError } from '../redis/explain.js';
 import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
+import { linkedSignal } from '../time/deadline.js';
 import { totalBackfill } from '../records/backfill.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
@@ -327,7 +328,13 @@ async function firstSync(
   if (conn.status !== 'ready') {
     const ready = new AbortController();
     conn.once('ready', () => ready.abort());
-    await sleepUnlessAborted(3_000, AbortSignal.any([ready.signal, ...(signal ? [signal] : [])]));
+    // linkedSignal, not AbortSignal.any: the latter can miss an abort after a garbage collection (time/deadline.ts).
+    const either = linkedSignal([ready.signal, signal]);
+    try {
+      await sleepUnlessAborted(3_000, either.signal);
+    } finally {
+      either.dispose();
+    }
   }
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new ReplicaStartAborted();

@@ -132,6 +132,66 @@ describe('refusals beyond the reference cases', () => {
     }
   });
 
+  // cron-parser's own words ("Constraint error, got range NaN-2 expected range 1-31") name neither the field nor
+  // what it takes.
+  const PARSER_WORDS = /NaN|Constraint error|Validation error|got range|got value|Invalid characters|Invalid (range|step|list|repeat|wildcard)|cannot resolve/;
+
+  it('names the refused field in words, says what is wrong and what the field allows', () => {
+    const cases: [string, string, RegExp][] = [
+      ['0 0 L-2 * *', 'day-of-month', /"L-n", n days before the last day, is not/],
+      ['*/0 * * * *', 'minute', /step of 0/],
+      ['0 */0 * * *', 'hour', /step of 0/],
+      ['0 0 */0 * *', 'day-of-month', /step of 0/],
+      ['0 0 * */0 *', 'month', /step of 0/],
+      ['0 0 * * */0', 'day-of-week', /step of 0/],
+      ['*/0 * * * * *', 'second', /step of 0/],
+      ['0 0 5-1 * *', 'day-of-month', /range 5-1, which runs backwards/],
+      ['0 25 * * *', 'hour', /value 25, outside 0-23/],
+      ['0 0 * foo *', 'month', /"foo", which is not a name/],
+      ['0 0 * * 1#6', 'day-of-week', /"#" without a number from 1 to 5/],
+      ['0 0 * * L', 'day-of-week', /"L" alone/],
+      ['0 0 1- * *', 'day-of-month', /side missing/],
+      ['0 0 ** * *', 'day-of-month', /is not valid/],
+      ['0 0 * * 1#2,5L', 'day-of-week', /combines "#" with a list/],
+    ];
+    for (const [cron, field, why] of cases) {
+      const err = refuse(cron);
+      expect(err.code, cron).toBe('CRON_SYNTAX');
+      expect(err.message, cron).toContain(`the ${field} field`);
+      expect(err.message, cron).toMatch(why);
+      expect(err.message, cron).toContain(`use what the ${field} field allows:`);
+      expect(err.message, cron).not.toMatch(PARSER_WORDS);
+    }
+  });
+
+  it('names the right field for every refused mistake in any position, never in cron-parser\'s words', () => {
+    const names = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
+    const mistakes = ['*/0', '1-', '-1', '5-1', '1,,2', '**', 'x', '1.5', '99', 'L-2', 'L/2', '2L', '#', '1/2/3', '/5', '1-2-3', ',', 'H/0', 'jan-', '*/', '0-99'];
+    let refused = 0;
+    for (const n of [5, 6]) {
+      const fields = n === 6 ? names : names.slice(1);
+      for (let i = 0; i < n; i++) {
+        for (const m of mistakes) {
+          const cron = Array.from({ length: n }, (_, j) => (j === i ? m : '*')).join(' ');
+          let err: unknown;
+          try {
+            compileCron(cron, 'UTC');
+          } catch (e) {
+            err = e;
+          }
+          if (err === undefined) continue; // valid in this field (e.g. 2L nowhere, but "-1"…): only refusals are checked
+          refused++;
+          expect(err, cron).toBeInstanceOf(CronError);
+          const msg = (err as CronError).message;
+          expect(msg, cron).toContain(`the ${fields[i]} field ${JSON.stringify(m)}`);
+          expect(msg, cron).toContain(`use what the ${fields[i]} field allows:`);
+          expect(msg, cron).not.toMatch(PARSER_WORDS);
+        }
+      }
+    }
+    expect(refused).toBeGreaterThan(200);
+  });
+
   it('refuses the wrong number of fields (cron-parser would pad them)', () => {
     for (const cron of ['', '   ', '5', '* * * *', '0 0 0 * * * *']) expect(refuse(cron).code, cron).toBe('CRON_SYNTAX');
   });

@@ -106,15 +106,36 @@ interface FieldInfo {
   /** Number of distinct values (the largest sensible step). */
   readonly size: number;
   readonly range: string;
+  /** What may be written in the field besides the forms every field takes (see {@link EVERY_FIELD}). */
+  readonly values: string;
 }
-const SECOND: FieldInfo = { name: 'second', size: 60, range: '0-59' };
+/** Forms every field takes. */
+const EVERY_FIELD = '* (any), ranges a-b, steps */n, a-b/n and a/n, lists a,b,c, and H (hashed)';
+const SECOND: FieldInfo = { name: 'second', size: 60, range: '0-59', values: 'numbers 0-59' };
 const FIVE_FIELDS: readonly FieldInfo[] = [
-  { name: 'minute', size: 60, range: '0-59' },
-  { name: 'hour', size: 24, range: '0-23' },
-  { name: 'day-of-month', size: 31, range: '1-31' },
-  { name: 'month', size: 12, range: '1-12' },
-  { name: 'day-of-week', size: 7, range: '0-7' },
+  { name: 'minute', size: 60, range: '0-59', values: 'numbers 0-59' },
+  { name: 'hour', size: 24, range: '0-23', values: 'numbers 0-23' },
+  { name: 'day-of-month', size: 31, range: '1-31', values: 'numbers 1-31, L (the last day of the month), ? (= *)' },
+  { name: 'month', size: 12, range: '1-12', values: 'numbers 1-12 or names jan-dec' },
+  {
+    name: 'day-of-week',
+    size: 7,
+    range: '0-7',
+    values: 'numbers 0-7 (0 and 7 are Sunday) or names sun-sat, nL (the last weekday n of the month, e.g. 5L), n#k (the k-th weekday n, e.g. 1#2 = the second Monday), ? (= *)',
+  },
 ];
+
+/** The fields of a 5- or 6-field expression. */
+const fieldsOf = (parts: readonly string[]): readonly FieldInfo[] => (parts.length === 6 ? [SECOND, ...FIVE_FIELDS] : FIVE_FIELDS);
+
+/** A refusal that names the field in words, what is wrong with it, and what the field allows. */
+function fieldError(shown: string, info: FieldInfo, part: string, why: string, cause?: unknown): CronError {
+  return new CronError(
+    'CRON_SYNTAX',
+    `cron ${shown}: the ${info.name} field ${JSON.stringify(part)} ${why}; use what the ${info.name} field allows: ${info.values}; ${EVERY_FIELD}`,
+    cause === undefined ? undefined : { cause },
+  );
+}
 const HOW_TO_WRITE =
   'write 5 fields "minute hour day-of-month month day-of-week" (e.g. "*/15 * * * *", "30 2 * * 1-5"), ' +
   `6 with seconds first (e.g. "*/10 * * * * *"), or one of ${MACROS.join(', ')}`;
@@ -220,7 +241,8 @@ function compileCronUncached(expression: string, timeZone: string, opts: Compile
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     if (/explicit day of month/i.test(why)) throw neverFires(shown, expr, err);
-    throw new CronError('CRON_SYNTAX', `cron ${shown} is not valid (${why}); ${HOW_TO_WRITE}`, { cause: err });
+    throw faultyField(expr, shown, hashSeed, err) ??
+      new CronError('CRON_SYNTAX', `cron ${shown} is not valid: its fields are valid one by one but not together; ${HOW_TO_WRITE}`, { cause: err });
   }
 
   if (typeof timeZone !== 'string' || !isValidTimeZone(timeZone)) {
@@ -240,13 +262,52 @@ function compileCronUncached(expression: string, timeZone: string, opts: Compile
   return due;
 }
 
+/**
+ * The first field that cron-parser refuses on its own (every other field `*`), as a refusal in our words: the field's
+ * name, what is wrong (from cron-parser's message, translated), and what the field allows. cron-parser's own words
+ * ("got range NaN-2") stay in `cause`. Undefined when every field parses alone.
+ */
+function faultyField(expr: string, shown: string, hashSeed: string, cause: unknown): CronError | undefined {
+  const parts = expr.split(/\s+/);
+  const infos = fieldsOf(parts);
+  for (let i = 0; i < parts.length; i++) {
+    const probe = parts.map((p, j) => (j === i ? p : '*')).join(' ');
+    try {
+      CronExpressionParser.parse(probe, { tz: 'UTC', hashSeed, strict: false });
+    } catch (err) {
+      const info = infos[i]!;
+      return fieldError(shown, info, parts[i]!, fieldProblem(info, parts[i]!, err instanceof Error ? err.message : String(err)), cause);
+    }
+  }
+  return undefined;
+}
+
+/** cron-parser's complaint about one field, in words (never its own: "Constraint error, got range NaN-2 …"). */
+function fieldProblem(info: FieldInfo, part: string, why: string): string {
+  let m: RegExpExecArray | null;
+  if (/cannot repeat at every 0|step: 0/i.test(why)) return 'has a step of 0, which never advances; use a step of 1 or more';
+  if (info.name === 'day-of-month' && /L/i.test(part) && !/^L$/i.test(part)) {
+    return `uses "L" in a way that is not supported${/L-\d/i.test(part) ? ' ("L-n", n days before the last day, is not)' : ''}; only "L" alone, the last day of the month, is`;
+  }
+  if ((m = /Invalid range: ([^,\s]+), min\((\d+)\) > max\((\d+)\)/i.exec(why))) {
+    return `has the range ${m[1]}, which runs backwards; write the smaller value first (ranges do not wrap around: use a list such as 22-23,0-2)`;
+  }
+  if ((m = /cannot resolve alias "([^"]*)"/i.exec(why))) return `has "${m[1]}", which is not a name this field knows`;
+  if (/occurrence number/i.test(why)) return 'has "#" without a number from 1 to 5 after it (n#k is the k-th weekday n of the month)';
+  if (/incompatible/i.test(why)) return 'combines "#" with a list (","), which is not supported';
+  if (/standalone L/i.test(why)) return 'has "L" alone, which this field does not take; write nL for the last weekday n of the month (e.g. 5L)';
+  if (/NaN/.test(why)) return 'has a range or step with a side missing; write both ends (a-b) and a number after "/"';
+  if ((m = /got value (\d+) expected range/i.exec(why))) return `has the value ${m[1]}, outside ${info.range}`;
+  return 'is not valid';
+}
+
 /** Field count, `W`, and steps larger than their field (which cron-parser accepts and quietly reduces). */
 function checkFields(expr: string, shown: string): void {
   const parts = expr.split(/\s+/);
   if (parts.length !== 5 && parts.length !== 6) {
     throw new CronError('CRON_SYNTAX', `cron ${shown} has ${parts.length} field${parts.length === 1 ? '' : 's'}; ${HOW_TO_WRITE}`);
   }
-  const infos = parts.length === 6 ? [SECOND, ...FIVE_FIELDS] : FIVE_FIELDS;
+  const infos = fieldsOf(parts);
   parts.forEach((part, i) => {
     const info = infos[i] as FieldInfo;
     if (info.name === 'day-of-month' && /w/i.test(part)) {
@@ -268,11 +329,12 @@ function checkFields(expr: string, shown: string): void {
               : info.name === 'hour'
                 ? ' (for days, step the day-of-month field, e.g. "0 0 */2 * *")'
                 : '';
-        throw new CronError(
-          'CRON_SYNTAX',
-          `cron ${shown}: step ${step[1]} in the ${info.name} field ("${item}") is larger than the field's ` +
-            `${info.size} values (${info.range}), so it would only ever match the start of the range; ` +
-            `use a step of at most ${info.size}${longer}`,
+        throw fieldError(
+          shown,
+          info,
+          part,
+          `has the step ${step[1]} (in "${item}"), larger than the field's ${info.size} values (${info.range}), so it ` +
+            `would only ever match the start of the range; use a step of at most ${info.size}${longer}`,
         );
       }
     }

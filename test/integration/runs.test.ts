@@ -29,7 +29,7 @@ describe('run outcomes', () => {
     await r.stop();
     const err = (await flock.runs('err500')).filter((x) => x.state !== 'scheduled');
     expect(err.length).toBeGreaterThanOrEqual(3);
-    for (const x of err) expect(x).toMatchObject({ state: 'failed', error: 'answered 500' });
+    for (const x of err) expect(x).toMatchObject({ state: 'failed', error: 'answered 500: ok' });
     const slow = (await flock.runs('slow')).filter((x) => x.state === 'failed');
     for (const x of slow) {
       expect(x.error).toBe('timed out after 500 ms');

@@ -1,0 +1,186 @@
+/**
+ * Module jobs with real processes: `cronflock validate` refuses modules that never load, loop or exit, with
+ * file:line:col and in bounded time; a running replica whose directory receives such modules keeps reloading its
+ * other files and keeps answering /healthz; an attempt's process follows its replica (stopped with it, gone with it)
+ * and its memory is bounded without touching the replica's.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flock, sleep, until } from '../support/flock.js';
+import { BIN, ROOT } from '../support/replica.js';
+
+const MODULES = `${ROOT}test/fixtures/modules`;
+
+/** Runs the CLI to the end; resolves with its exit code, output and duration. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const kill = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('exit', (code) => {
+      clearTimeout(kill);
+      resolve({ code, stdout, stderr, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/** A process's peak resident memory in MiB (VmHWM from /proc). */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]) / 1024;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** "<pid> <ms>" lines written by test/fixtures/modules/ticks.mjs. */
+const ticks = (file: string): { pid: number; at: number }[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => {
+          const [pid, at] = l.split(' ');
+          return { pid: Number(pid), at: Number(at) };
+        })
+    : [];
+
+describe('module jobs in real processes', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('validate refuses a module that never settles, loops forever or calls process.exit(), each at file:line:col, in bounded time', async () => {
+    flock = await Flock.start();
+    const write = (name: string, module: string): string =>
+      flock.writeSchedules(`schedules:\n  - name: ${name}\n    cron: "@daily"\n    job: { kind: module, path: ${MODULES}/${module}, loadTimeout: 3s }\n`, `${name}.yaml`);
+    const files = { hang: write('hang', 'never-settles.mjs'), loop: write('loop', 'loops.mjs'), exit: write('exit', 'exits.mjs') };
+    const r = await cli(['validate', flock.dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('0 schedules valid, 3 file(s) refused');
+    const at = (file: string): string => `${file}:4:32: schedules[0].job.path: module ${MODULES}/`;
+    expect(r.stderr).toContain(`${at(files.hang)}never-settles.mjs: did not finish loading within 3s (loadTimeout)`);
+    expect(r.stderr).toContain(`${at(files.loop)}loops.mjs: did not finish loading within 3s (loadTimeout)`);
+    expect(r.stderr).toContain(`${at(files.exit)}exits.mjs: its process exited with code 5 while loading`);
+    expect(r.ms).toBeLessThan(60_000);
+    // One file alone: the exit code is validate's, not the module's.
+    const one = await cli(['validate', files.exit]);
+    expect(one.code).toBe(1);
+    expect(one.stderr).toContain(at(files.exit));
+  });
+
+  it('start refuses to run a directory whose only module never loads, saying why, instead of exiting 0 silently', async () => {
+    flock = await Flock.start();
+    const file = flock.writeSchedules(`schedules:\n  - { name: hang, cron: "@daily", job: { kind: module, path: ${MODULES}/never-settles.mjs, loadTimeout: 2s } }\n`);
+    const r = await cli(['start', file, '--redis', flock.redis.url, '--admin', 'off']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`schedules[0].job.path: module ${MODULES}/never-settles.mjs: did not finish loading within 2s`);
+    expect(r.stderr).toMatch(new RegExp(`^${file}:2:\\d+: `, "m"));
+    expect(r.stderr).toContain('no valid schedules');
+  });
+
+  it('a running replica whose directory receives such modules keeps reloading its other files and answering /healthz', async () => {
+    flock = await Flock.start();
+    const good = (extra: string): string =>
+      flock.writeSchedules(`schedules:\n  - { name: good, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/good } }\n${extra}`, 'good.yaml');
+    good('');
+    const r = await flock.startReplica({ name: 'h1', schedules: flock.dir });
+    await until(() => flock.receiver.of('good').length >= 1, 15_000, 'the good schedule runs');
+    // Poll /healthz the whole time: every answer must come, and fast.
+    let polls = 0;
+    const failures: string[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const t0 = Date.now();
+        try {
+          const res = await fetch(`${r.adminUrl}/healthz`, { signal: AbortSignal.timeout(3000) });
+          if (res.status !== 200) failures.push(`status ${res.status}`);
+        } catch (err) {
+          failures.push(`${(err as Error).message} after ${Date.now() - t0} ms`);
+        }
+        polls++;
+        await sleep(200);
+      }
+    })();
+    try {
+      for (const [name, module] of [['hang', 'never-settles.mjs'], ['loop', 'loops.mjs'], ['exit', 'exits.mjs']] as const) {
+        flock.writeSchedules(`schedules:\n  - { name: ${name}, cron: "* * * * * *", job: { kind: module, path: ${MODULES}/${module}, loadTimeout: 2s } }\n`, `${name}.yaml`);
+        await sleep(500);
+      }
+      await sleep(1000);
+      good(`  - { name: added, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/added } }\n`);
+      await until(() => flock.receiver.of('added').length >= 2, 60_000, 'the schedule added after the bad modules runs');
+      for (const name of ['hang', 'loop', 'exit']) {
+        await r.waitForLog((l) => l.file === join(flock.dir, `${name}.yaml`) && l.line === 2 && String(l.msg).startsWith('reload refused: module '), 30_000, `${name} refused`);
+      }
+    } finally {
+      polling = false;
+      await poller;
+    }
+    expect(failures).toEqual([]);
+    expect(polls).toBeGreaterThan(20);
+    expect(r.child.exitCode).toBeNull();
+    // The refused modules never ran: nothing of them was scheduled.
+    expect((await flock.runs()).filter((x) => ['hang', 'loop', 'exit'].includes(x.schedule))).toEqual([]);
+  });
+
+  it('an attempt\'s process stops while its replica is stopped, and ends when its replica is killed', async () => {
+    flock = await Flock.start();
+    const tickFile = join(flock.dir, 'ticks');
+    const file = flock.writeSchedules(`schedules:
+  - { name: tick, cron: "* * * * * *", concurrencyPolicy: Forbid, job: { kind: module, path: ${MODULES}/ticks.mjs, params: { ms: 60000, file: ${tickFile} } } }
+`);
+    const r = await flock.startReplica({ name: 't1', schedules: file, args: ['--lock', '10s'] });
+    await until(() => ticks(tickFile).length >= 5, 20_000, 'ticks');
+    const jobPid = ticks(tickFile)[0]!.pid;
+    expect(jobPid).not.toBe(r.pid);
+    r.signal('SIGSTOP');
+    const stoppedAt = Date.now();
+    await sleep(3000);
+    const contAt = Date.now();
+    r.signal('SIGCONT');
+    // The job noticed within its watchdog's period (100 ms) and stopped with the replica.
+    const during = ticks(tickFile).filter((t) => t.at > stoppedAt + 400 && t.at < contAt);
+    expect(during).toEqual([]);
+    await until(() => ticks(tickFile).some((t) => t.at > contAt), 5_000, 'ticks after SIGCONT');
+    r.signal('SIGKILL');
+    const killedAt = Date.now();
+    await r.exited;
+    await until(() => !alive(jobPid), 3_000, 'the job process ends with its replica');
+    await sleep(500);
+    expect(ticks(tickFile).filter((t) => t.at > killedAt + 500)).toEqual([]);
+  });
+
+  it('bounds an attempt\'s memory, Buffers included, without touching the replica\'s; isolation: thread bounds the heap', async () => {
+    flock = await Flock.start();
+    const file = flock.writeSchedules(`schedules:
+  - { name: hoard, cron: "* * * * * *", concurrencyPolicy: Forbid, job: { kind: module, path: ${MODULES}/hoards.mjs, memoryLimitMb: 512, params: { mb: 3000, holdMs: 1000 } } }
+  - { name: hog, cron: "*/2 * * * * *", concurrencyPolicy: Forbid, job: { kind: module, path: ${MODULES}/heap-hog.mjs, isolation: thread, memoryLimitMb: 256 } }
+  - { name: echo, cron: "* * * * * *", job: { kind: module, path: ${MODULES}/echo.mjs, isolation: thread, params: { n: 1 } } }
+`);
+    const r = await flock.startReplica({ name: 'b1', schedules: file });
+    await until(async () => (await flock.runs('hoard')).filter((x) => x.state === 'failed').length >= 2, 60_000, 'hoard attempts fail');
+    await until(async () => (await flock.runs('hog')).some((x) => x.state === 'failed'), 60_000, 'hog attempt fails');
+    await until(async () => (await flock.runs('echo')).some((x) => x.state === 'succeeded'), 30_000, 'echo runs in a thread');
+    for (const x of (await flock.runs('hoard')).filter((y) => y.state === 'failed')) {
+      expect(x.error).toMatch(/Array buffer allocation failed|ran out of memory \(memoryLimitMb: 512\)/);
+    }
+    expect((await flock.runs('hoard')).filter((x) => x.state === 'succeeded')).toEqual([]);
+    expect((await flock.runs('hog')).find((x) => x.state === 'failed')!.error).toMatch(/ran out of memory \(memoryLimitMb: 256, V8 heap\)/);
+    expect(JSON.parse((await flock.runs('echo')).find((x) => x.state === 'succeeded')!.result!)).toMatchObject({ params: { n: 1 }, replica: 'b1' });
+    expect(r.child.exitCode).toBeNull();
+    expect(peakRssMb(r.pid)).toBeLessThan(600); // a job of 3 GB of Buffers once took a replica to 3.2 GB RSS
+  });
+});
