@@ -36,6 +36,7 @@ const iso = (ms: number | undefined): string => (ms === undefined ? '-' : new Da
 /** Prints refused files' errors to stderr; returns the number of refused files. */
 function reportLoad(res: LoadResult, verbose: boolean): number {
   for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
+  for (const w of res.warnings) process.stderr.write(`warning: ${w.format()}\n`);
   if (verbose) for (const f of res.files) process.stdout.write(`${f.ok ? 'ok     ' : 'REFUSED'} ${f.file} (${f.scheduleCount} schedules)\n`);
   return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
 }
