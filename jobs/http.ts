@@ -101,6 +101,7 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
   };
   const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(p.timeoutMs)]);
   const hasBody = p.method !== 'GET' && p.method !== 'DELETE';
+  const text = hasBody ? JSON.stringify(body) : '';
   let res: Response;
   try {
     res = await fetch(target.url, {
@@ -111,8 +112,9 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
         ...p.headers,
+        ...ctx.signBody?.(text), // schedule `signing:`; after the job's headers, which cannot replace it
       },
-      body: hasBody ? JSON.stringify(body) : undefined,
+      body: hasBody ? text : undefined,
       signal,
     });
   } catch (err) {

@@ -24,6 +24,7 @@ import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
+import { signatureHeaders } from '../notify/signing.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -290,6 +291,7 @@ export class Executor {
       replica: o.replica,
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
+      ...(sched.signing ? { signBody: signerOf(sched.signing.keys) } : {}),
     };
     const base = {
       schedule: d.schedule,
@@ -409,6 +411,11 @@ export class Executor {
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
     });
   }
+}
+
+/** The schedule's `signing:` keys as a job's `context.signBody`. */
+function signerOf(keys: Parameters<typeof signatureHeaders>[0]): (body: string) => Record<string, string> {
+  return (body) => signatureHeaders(keys, body);
 }
 
 function iso(ms: number): string {

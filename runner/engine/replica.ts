@@ -14,6 +14,7 @@ import { Definitions } from './definitions.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
+import { OutboxDeliverer } from '../outbox/deliverer.js';
 import type { EngineSchedule } from './schedule.js';
 
 /** Clock resynchronisation period. */
@@ -28,6 +29,8 @@ export class Replica {
   admin: AdminServer | undefined;
   /** The published definitions, as last read. */
   definitions!: Definitions;
+  /** Delivers the flock's notifications and heartbeat pings (runner/outbox/). */
+  outbox!: OutboxDeliverer;
   private stopped = false;
 
   private constructor(
@@ -99,6 +102,9 @@ export class Replica {
     executor.isCurrent = (s) => definitions.isCurrent(s);
     executor.isPublished = (name) => definitions.has(name);
     executor.start();
+    r.outbox = new OutboxDeliverer(cmd, keys, { replica: o.replica, namespace: o.namespace, now: () => clock.now() }, log);
+    r.outbox.setSchedules(p.schedules);
+    r.outbox.start();
     await planner.start(p.schedules);
     r.syncClockLoop();
     if (p.admin) {
@@ -121,6 +127,7 @@ export class Replica {
   async reload(schedules: readonly EngineSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.update(schedules);
     this.executor.setSchedules(schedules);
+    this.outbox.setSchedules(schedules);
     await this.definitions.publish(schedules, diff.removed);
     const byName = new Map(schedules.map((s) => [s.name, s]));
     const touched = new Set([...diff.changed, ...diff.removed]);
@@ -159,6 +166,9 @@ export class Replica {
     if (this.stopped) return;
     this.stopped = true;
     if (this.clockTimer) clearTimeout(this.clockTimer);
+    // Sends in flight finish (and are marked sent) before this replica leaves the membership, which would let
+    // another replica take their leases over and send them again.
+    await this.outbox.stop();
     await this.planner.stop();
     await this.executor.stop(graceMs);
     await this.queue.close().catch(() => undefined);
