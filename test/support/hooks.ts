@@ -27,6 +27,8 @@ export class HookServer {
   readonly status = new Map<string, number>();
   /** Requests whose client went away before the answer (a sender killed during its send). */
   interrupted = 0;
+  /** Requests received and not yet answered. */
+  inFlight = 0;
 
   private constructor(
     private readonly server: Server,
@@ -50,7 +52,9 @@ export class HookServer {
         const path = req.url ?? '/';
         const status = [...self.status.entries()].find(([p]) => path.startsWith(p))?.[1] ?? 200;
         const hold = [...self.holdMs.entries()].find(([p]) => path.startsWith(p))?.[1] ?? 0;
+        self.inFlight++;
         res.on('close', () => {
+          self.inFlight--;
           if (!res.writableFinished) self.interrupted++;
         });
         setTimeout(() => {
@@ -91,10 +95,15 @@ export class MailServer {
   holdMs = 0;
   /** Messages whose sender went away before the answer. */
   interrupted = 0;
+  /** Messages received and not yet answered. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
 
   private constructor(
     private readonly server: SMTPServer,
     readonly port: number,
+    private readonly pending: Set<string>,
   ) {}
 
   static async start(): Promise<MailServer> {
@@ -130,7 +139,7 @@ export class MailServer {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const port = (server.server.address() as AddressInfo).port;
-    ref.self = new MailServer(server, port);
+    ref.self = new MailServer(server, port, pending);
     return ref.self;
   }
 
