@@ -166,11 +166,11 @@ export class Replica {
     if (this.stopped) return;
     this.stopped = true;
     if (this.clockTimer) clearTimeout(this.clockTimer);
-    // Sends in flight finish (and are marked sent) before this replica leaves the membership, which would let
-    // another replica take their leases over and send them again.
-    await this.outbox.stop();
     await this.planner.stop();
     await this.executor.stop(graceMs);
+    // Last: the outcomes of the runs that just finished are sent, and sends in flight settled, before this
+    // replica leaves the outbox's live consumers (which lets another replica take over what is left).
+    await this.outbox.stop();
     await this.queue.close().catch(() => undefined);
     await this.admin?.close();
     for (const c of this.conns) c.disconnect();

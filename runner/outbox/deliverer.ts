@@ -44,6 +44,8 @@ export interface DelivererOptions {
   concurrency?: number;
   /** An entry of a schedule no replica here knows is dropped (with a warning) after this long. */
   unknownScheduleMaxAgeMs?: number;
+  /** This deliverer counts as live this long after each poll; then its `sending` leases may be taken over. */
+  consumerTtlMs?: number;
 }
 
 const DEFAULTS = {
@@ -55,6 +57,7 @@ const DEFAULTS = {
   retryMaxMs: 300_000,
   concurrency: 16,
   unknownScheduleMaxAgeMs: 3_600_000,
+  consumerTtlMs: 2_000,
 };
 
 /** Delivery states are kept this long at most (an entry that lingers longer is stuck, not in progress). */
@@ -76,11 +79,12 @@ function notificationsCounter(): Counter<'schedule' | 'channel' | 'event' | 'out
 export class OutboxDeliverer {
   private readonly store: OutboxStore;
   private readonly o: Required<Omit<DelivererOptions, 'replica' | 'namespace' | 'now'>> & Pick<DelivererOptions, 'replica' | 'namespace' | 'now'>;
-  /** `<replica>#<incarnation>`: the take-over rule reads the replica's membership from it. */
+  /** `<replica>#<incarnation>`: this process's name in the group and in the live-consumer set. */
   readonly consumer: string;
   private schedules = new Map<string, OutboxSchedule>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
   private stopped = false;
   private cursor = '0-0';
   private groupReady = false;
@@ -109,21 +113,26 @@ export class OutboxDeliverer {
   }
 
   /**
-   * Stops reading and waits (up to `waitMs`) for the sends in flight, so that they are marked sent before the
-   * replica leaves the membership (which would let another replica take their leases over).
+   * Stops: reads once more (outcomes of runs that finished during the replica's grace period), waits up to
+   * `waitMs` for the sends in flight to be settled, then leaves the live-consumer set, so that another replica
+   * takes over at once whatever is left (and nothing that is still being sent).
    */
   async stop(waitMs = 5_000): Promise<void> {
+    if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await this.tick().catch(() => undefined);
     let t: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.inFlight.values()]), new Promise((r) => (t = setTimeout(r, waitMs)))]);
     clearTimeout(t);
+    await this.store.tick(this.consumer, 0, 0).catch(() => undefined);
   }
 
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.tick()
+      this.running = this.tick()
         .catch((err: Error) => {
           if (/NOGROUP/.test(err.message)) this.groupReady = false; // the stream was deleted: create it again
           this.log.debug({ err: err.message }, 'outbox read failed; retrying');
@@ -137,7 +146,7 @@ export class OutboxDeliverer {
       await this.store.ensureGroup();
       this.groupReady = true;
     }
-    await this.store.dueSummaries();
+    await this.store.tick(this.consumer, this.o.consumerTtlMs);
     if (Date.now() - this.lastForget > 600_000) {
       this.lastForget = Date.now();
       await this.store.forgetIdleConsumers(86_400_000).catch(() => 0);

@@ -1,8 +1,8 @@
 /**
  * The outbox on a real redis-server: every path that writes a final state (plan, claim, finish, abandon, sweep)
  * and the first claim write their entry in the same script, only for schedules whose published definition asks
- * (outboxOn); recovered follows failed or missed; the delivery state machine (lease, take-over from a replica
- * that left, retry time, done) and the rate limit with its one summary.
+ * (outboxOn); recovered follows failed or missed; the delivery state machine (lease, take-over from a consumer
+ * that stopped renewing, retry time, done) and the rate limit with its one summary.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -147,7 +147,7 @@ describe('delivery state', () => {
   const base = { entryId: '1-1', field: 'failed/webhook', leaseMs: 10_000, rateMax: 0, rateWindowMs: 0, event: 'failed', schedule: 's', channel: 'webhook', stateTtlMs: 60_000 };
 
   it('one holder at a time; sent is final; the entry completes only when every delivery is done', async () => {
-    await redis.zadd(keys.replicas, (await redisNow()) + 60_000, 'r1');
+    await redis.zadd(outbox.k.consumers, (await redisNow()) + 60_000, 'r1#a');
     expect(await outbox.take({ ...base, consumer: 'r1#a' })).toEqual({ status: 'take', attempt: 1 });
     expect(await outbox.take({ ...base, consumer: 'r2#b' })).toMatchObject({ status: 'wait' });
     expect(await outbox.complete('1-1', ['failed/webhook'])).toBe(false);
@@ -158,19 +158,22 @@ describe('delivery state', () => {
     expect(await redis.exists(outbox.k.deliveries('1-1'))).toBe(0);
   });
 
-  it('takes over a live lease when its holder\'s replica is not a member (killed), never from a live member', async () => {
+  it('takes over a live lease when its holder is no longer a live consumer (killed), never from a live one', async () => {
     const now = await redisNow();
-    await redis.zadd(keys.replicas, now - 1, 'dead', now + 60_000, 'live');
+    await redis.zadd(outbox.k.consumers, now - 1, 'dead#1', now + 60_000, 'live#2');
     expect((await outbox.take({ ...base, consumer: 'dead#1' })).status).toBe('take');
     expect(await outbox.take({ ...base, consumer: 'live#2' })).toEqual({ status: 'take', attempt: 2 });
     expect((await outbox.take({ ...base, consumer: 'other#3' })).status).toBe('wait');
+    // A stopping deliverer leaves the live set: its lease may be taken over at once.
+    await outbox.tick('live#2', 0);
+    expect(await outbox.take({ ...base, consumer: 'other#3' })).toEqual({ status: 'take', attempt: 3 });
     // The dead one wakes up: its failure report is ignored, its success still counts (and is flagged).
-    expect(await outbox.settle('1-1', 'failed/webhook', 'dead#1', 'retry', 10, 'x')).toBe(0);
+    expect(await outbox.settle('1-1', 'failed/webhook', 'live#2', 'retry', 10, 'x')).toBe(0);
     expect(await outbox.settle('1-1', 'failed/webhook', 'dead#1', 'sent')).toBe(2);
   });
 
   it('a failed send waits for its retry time on the Redis clock, then is taken with the next attempt; gave up is final', async () => {
-    await redis.zadd(keys.replicas, (await redisNow()) + 60_000, 'r1');
+    await redis.zadd(outbox.k.consumers, (await redisNow()) + 60_000, 'r1#a');
     await outbox.take({ ...base, consumer: 'r1#a' });
     expect(await outbox.settle('1-1', 'failed/webhook', 'r1#a', 'retry', 300, 'answered 503')).toBe(1);
     expect((await outbox.take({ ...base, consumer: 'r1#a' })).status).toBe('wait');
@@ -192,10 +195,10 @@ describe('rate limit', () => {
     expect((await take(4, 'missed')).status).toBe('suppressed');
     expect((await take(3)).status).toBe('done'); // decided once
     // Before the window ends: no summary, however often asked.
-    expect(await outbox.dueSummaries()).toBe(0);
+    expect(await outbox.tick('x#1', 1000)).toBe(0);
     await sleep(650);
     // Two replicas ask at once: one summary.
-    await Promise.all([outbox.dueSummaries(), outbox.dueSummaries()]);
+    await Promise.all([outbox.tick('x#1', 1000), outbox.tick('x#1', 1000)]);
     const sums = (await entries()).filter((e) => e.kind === 'summary');
     expect(sums).toHaveLength(1);
     expect(sums[0]).toMatchObject({ kind: 'summary', schedule: 's', channel: 'slack', suppressed: 2, events: { failed: 1, missed: 1 }, last: 'failed' });
@@ -210,7 +213,7 @@ describe('rate limit', () => {
     expect((await take(2)).status).toBe('suppressed');
     await sleep(350);
     expect((await take(3)).status).toBe('take');
-    expect(await outbox.dueSummaries()).toBe(0);
+    expect(await outbox.tick('x#1', 1000)).toBe(0);
     expect((await entries()).filter((e) => e.kind === 'summary')).toMatchObject([{ suppressed: 1, channel: 'email' }]);
   });
 });

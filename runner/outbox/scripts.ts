@@ -9,7 +9,9 @@
  *   gaveup|at|consumer|n|error      done: a permanent refusal, or too many attempts;
  *   suppressed|at|-|0               done: held back by the rate limit (counted in the window's summary).
  * So a retry of one channel never re-sends the others, and a consumer killed while sending leaves `sending`,
- * which another consumer takes over when the lease lapses or the holder's replica left the membership.
+ * which another consumer takes over when the lease lapses or the holder is no longer a live consumer: each
+ * deliverer renews its entry in `{ns}:outbox:consumers` (ZSET consumer → expiry, Redis ms) every tick, and
+ * removes it when it stops, after its sends in flight are settled.
  *
  * Rate limit per (schedule, channel), HASH `{ns}:outbox:rate:<schedule>:<channel>`: a window starts with the
  * first limited message and lasts `windowMs`; its first `max` messages go, later ones are suppressed and
@@ -60,7 +62,7 @@ end
  * take: may this consumer send this delivery now?
  *
  * KEYS[1] delivery state (HASH of the entry), KEYS[2] rate window (HASH of the schedule and channel),
- * KEYS[3] summaries (ZSET), KEYS[4] replicas (membership ZSET), KEYS[5] the stream, KEYS[6] last outcomes (HASH)
+ * KEYS[3] summaries (ZSET), KEYS[4] live consumers (ZSET), KEYS[5] the stream, KEYS[6] last outcomes (HASH)
  * ARGV[1] field, ARGV[2] consumer (`<replica>#<incarnation>`), ARGV[3] leaseMs, ARGV[4] rate max (0: not
  * limited), ARGV[5] rate windowMs, ARGV[6] event, ARGV[7] schedule, ARGV[8] channel, ARGV[9] state ttlMs
  * Returns: {'take', attempt}: send now (the lease is ours until now + leaseMs); {'wait', ms}: another live
@@ -75,9 +77,8 @@ local field, consumer, leaseMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local kind, at, who, n = parseState(rcall('HGET', KEYS[1], field))
 if kind and isDone(kind) then return {'done', kind} end
 if kind == 'sending' and at > now then
-  -- A live holder keeps its lease; one whose replica left the membership (killed, stopped) does not.
-  local replica = string.match(who or '', '^([^#]*)')
-  local expiry = tonumber(rcall('ZSCORE', KEYS[4], replica) or '0')
+  -- A live holder keeps its lease; one that stopped renewing its consumer entry (killed) does not.
+  local expiry = tonumber(rcall('ZSCORE', KEYS[4], who) or '0')
   if expiry > now and who ~= consumer then return {'wait', at - now} end
 elseif kind == 'retry' and at > now then
   return {'wait', at - now}
@@ -169,16 +170,20 @@ return 1
 } as const;
 
 /**
- * dueSummaries: ends the rate windows that are over and held messages back (each becomes one summary entry).
+ * tick (each deliverer, every poll): renews the caller's live-consumer entry (until now + ttlMs; ttlMs 0 removes
+ * it: a stop), drops consumers expired for a minute, and ends the rate windows that are over and held messages
+ * back (each becomes one summary entry).
  *
- * KEYS[1] summaries (ZSET), KEYS[2] the stream, KEYS[3] last outcomes (HASH); ARGV[1] rate key prefix
- * (`{ns}:outbox:rate:`), ARGV[2] limit
+ * KEYS[1] summaries (ZSET), KEYS[2] the stream, KEYS[3] last outcomes (HASH), KEYS[4] live consumers (ZSET);
+ * ARGV[1] rate key prefix (`{ns}:outbox:rate:`), ARGV[2] limit, ARGV[3] consumer, ARGV[4] ttlMs
  * Returns: the number of windows ended.
  */
-export const dueSummariesScript = {
-  name: 'cronflockOutboxDueSummaries',
-  numberOfKeys: 3,
+export const tickScript = {
+  name: 'cronflockOutboxTick',
+  numberOfKeys: 4,
   lua: `${OUTBOX_LUA_PRELUDE}
+if tonumber(ARGV[4]) > 0 then rcall('ZADD', KEYS[4], now + tonumber(ARGV[4]), ARGV[3]) else rcall('ZREM', KEYS[4], ARGV[3]) end
+rcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 60000)
 local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, member in ipairs(due) do
   local schedule, channel, start = string.match(member, '^([^|]*)|([^|]*)|([^|]*)$')
@@ -194,4 +199,4 @@ return #due
 } as const;
 
 /** Every outbox script (for `defineCommand`). */
-export const OUTBOX_SCRIPTS = [takeScript, settleScript, completeScript, dueSummariesScript] as const;
+export const OUTBOX_SCRIPTS = [takeScript, settleScript, completeScript, tickScript] as const;

@@ -5,7 +5,7 @@
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
-import { completeScript, dueSummariesScript, OUTBOX_SCRIPTS, settleScript, takeScript } from './scripts.js';
+import { completeScript, OUTBOX_SCRIPTS, settleScript, takeScript, tickScript } from './scripts.js';
 
 /** The consumer group every replica of a flock reads the outbox with: each entry goes to one consumer. */
 export const OUTBOX_GROUP = 'deliver';
@@ -31,6 +31,10 @@ export class OutboxKeys {
   }
   get ratePrefix(): string {
     return `${this.ns}:outbox:rate:`;
+  }
+  /** ZSET consumer → expiry (Redis ms): deliverers alive now; a dead one's `sending` leases are taken over. */
+  get consumers(): string {
+    return `${this.ns}:outbox:consumers`;
   }
   /** ZSET `<schedule>|<channel>|<window start>` → window end: windows that owe a summary. */
   get summaries(): string {
@@ -114,7 +118,7 @@ export class OutboxStore {
       this.k.deliveries(o.entryId),
       this.k.rate(o.schedule, o.channel),
       this.k.summaries,
-      this.keys.replicas,
+      this.k.consumers,
       this.k.stream,
       this.k.last,
       o.field,
@@ -149,9 +153,12 @@ export class OutboxStore {
     return Number(await this.fns[completeScript.name]!(this.k.stream, this.k.deliveries(entryId), OUTBOX_GROUP, entryId, ...fields)) === 1;
   }
 
-  /** See {@link dueSummariesScript}. @returns the number of windows ended. */
-  async dueSummaries(limit = 100): Promise<number> {
-    return Number(await this.fns[dueSummariesScript.name]!(this.k.summaries, this.k.stream, this.k.last, this.k.ratePrefix, limit));
+  /**
+   * See {@link tickScript}: renews `consumer` as live for `ttlMs` (0: removes it) and ends due rate windows.
+   * @returns the number of windows ended.
+   */
+  async tick(consumer: string, ttlMs: number, limit = 100): Promise<number> {
+    return Number(await this.fns[tickScript.name]!(this.k.summaries, this.k.stream, this.k.last, this.k.consumers, this.k.ratePrefix, limit, consumer, ttlMs));
   }
 
   /** Removes consumers that hold no entries and were idle longer than `idleMs` (replicas long gone). */
