@@ -66,12 +66,14 @@ const secretFile = z
   .refine((p) => isAbsolute(p), 'must be an absolute path, e.g. a mounted Kubernetes Secret such as /var/run/secrets/hook/key');
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
-/** Checks, at load, that each named environment variable is set and each secret file readable. */
-function checkSecretSources(value: unknown, ctx: z.RefinementCtx, path: (string | number)[] = []): void {
+/**
+ * Checks, at load, that each named environment variable is set and each secret file readable: the `…Env` and
+ * `…File` fields of one block (before its transform, which replaces them with references).
+ */
+function checkSecretSources(value: unknown, ctx: z.RefinementCtx): void {
   if (typeof value !== 'object' || value === null) return;
+  const path: string[] = [];
   for (const [k, v] of Object.entries(value)) {
-    if (k === 'headers') continue; // header names are the user's, not secret sources
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) checkSecretSources(v, ctx, [...path, k]);
     if (typeof v !== 'string') continue;
     if (k.endsWith('Env') && ENV_NAME.test(v) && !process.env[v]) {
       ctx.addIssue({
@@ -132,6 +134,7 @@ const webhookSchema = z
       ctx.addIssue({ code: 'custom', path: [], message: 'a previous key needs a current one (secretEnv or secretFile)' });
     }
   })
+  .superRefine((v, ctx) => checkSecretSources(v, ctx))
   .transform((v) => ({
     url: v.url,
     keys: [ref(v, 'secret'), ref(v, 'previousSecret')].filter((r): r is SecretRef => r !== undefined),
@@ -147,6 +150,7 @@ const chatSchema = (service: string) =>
       webhookUrlFile: secretFile.optional().describe(`absolute path of a file holding the ${service} webhook URL`),
     })
     .superRefine((v, ctx) => exactlyOne(v, ['webhookUrl', 'webhookUrlEnv', 'webhookUrlFile'], ctx, 'the webhook URL'))
+    .superRefine((v, ctx) => checkSecretSources(v, ctx))
     .transform((v) => ({ url: ref(v, 'webhookUrl')! }));
 
 const pagerdutySchema = z
@@ -158,6 +162,7 @@ const pagerdutySchema = z
     source: z.string().min(1).optional().describe('the alert source (default: cronflock/<namespace>)'),
   })
   .superRefine((v, ctx) => exactlyOne(v, ['routingKeyEnv', 'routingKeyFile'], ctx, 'the routing key'))
+  .superRefine((v, ctx) => checkSecretSources(v, ctx))
   .transform((v) => ({ routingKey: ref(v, 'routingKey')!, eventsUrl: v.eventsUrl, severity: v.severity, source: v.source ?? '' }));
 
 const emailSchema = z
@@ -178,7 +183,8 @@ const emailSchema = z
       .superRefine((v, ctx) => {
         if (v.passwordEnv !== undefined && v.passwordFile !== undefined) exactlyOne(v, ['passwordEnv', 'passwordFile'], ctx, 'the password');
         if (v.user !== undefined && v.userEnv !== undefined) exactlyOne(v, ['user', 'userEnv'], ctx, 'the user');
-      }),
+      })
+      .superRefine((v, ctx) => checkSecretSources(v, ctx)),
   })
   .transform((v) => ({
     to: v.to,
@@ -213,7 +219,6 @@ export const notifySchema = z
       ctx.addIssue({ code: 'custom', path: [], message: 'names no channel: add webhook, slack, teams, pagerduty or email' });
     }
   })
-  .superRefine((v, ctx) => checkSecretSources(v, ctx))
   .transform(
     (v): NotifyConfig => ({
       on: [...new Set(v.on)],
