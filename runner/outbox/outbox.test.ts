@@ -103,8 +103,13 @@ describe('emitOutcome', () => {
       await store.claim(req(k!, now - 1000));
       await store.finish(k!, 1, { state, retentionMs: 120_000 });
     }
+    // After a missed one too.
+    const [k4, k5] = [500, 400].map((d) => occurrenceKey('s', now - d));
+    await store.plan([{ schedule: 's', key: k4!, dueMs: now - 500, fireMs: now - 500, disposition: 'missed', reason: 'catch-up: none' }], o);
+    await store.claim(req(k5!, now - 400));
+    await store.finish(k5!, 1, { state: 'succeeded', retentionMs: 120_000 });
     const got = (await entries()).map((e) => (e.kind === 'outcome' ? [e.key, e.state, e.prev] : []));
-    expect(got).toEqual([[k2, 'succeeded', 'failed']]);
+    expect(got).toEqual([[k2, 'succeeded', 'failed'], [k5, 'succeeded', 'missed']]);
   });
 
   it('writes skipped and missed from the claim script, the abandon script and the sweep', async () => {

@@ -128,5 +128,8 @@ describe('notifications under SIGKILL', () => {
     expect(distinct(mail.mails.filter((m) => m.subject.includes('recovered')).map((m) => m.messageId)).size).toBe(1);
     const recovered = hooks.on('/hook').find((h) => h.body.event === 'recovered')!.body;
     expect(recovered).toMatchObject({ schedule: 'always-fails', state: 'succeeded', previousState: 'failed' });
+    // Delivered entries leave the stream (and their delivery state with them): nothing is left behind.
+    await until(async () => (await flock.redisClient.xlen('{cronflock}:outbox')) === 0, 10_000, 'an empty outbox');
+    expect(await flock.redisClient.keys('{cronflock}:outbox:d:*')).toEqual([]);
   });
 });
