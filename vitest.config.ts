@@ -19,7 +19,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'core',
-          include: ['runner/**/*.test.ts', 'jobs/**/*.test.ts', 'k8s/**/*.test.ts', 'test/**/*.test.ts'],
+          include: ['runner/**/*.test.ts', 'receiver/**/*.test.ts', 'jobs/**/*.test.ts', 'k8s/**/*.test.ts', 'test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, 'test/k8s/**'],
           globalSetup: ['test/support/global-setup.ts'],
         },

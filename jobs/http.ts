@@ -137,6 +137,8 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
   const hasBody = p.method !== 'GET' && p.method !== 'DELETE';
   // A timer we hold, not AbortSignal.timeout/any (see runner/time/deadline.ts): the timeout must fire every time.
   const deadline = linkedSignal([ctx.signal], p.timeoutMs);
+  // The body string is built once: it is what the schedule's `signing:` keys sign and what is sent.
+  const text = hasBody ? JSON.stringify(body) : '';
   try {
     const res = await exchange({
       url: target.url,
@@ -146,8 +148,11 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
       },
-      jobHeaders: { ...(target.authorization ? { authorization: target.authorization } : {}), ...p.headers },
-      ...(hasBody ? { body: JSON.stringify(body) } : {}),
+      // The signature goes where the body goes (the URL's origin, see exchange), after the job's own headers, which
+      // cannot replace it (x-cronflock-* names are refused at load anyway). signBody throws when a key cannot be read:
+      // the call then fails instead of going out unsigned.
+      jobHeaders: { ...(target.authorization ? { authorization: target.authorization } : {}), ...p.headers, ...ctx.signBody?.(text) },
+      ...(hasBody ? { body: text } : {}),
       signal: deadline.signal,
       redirects: p.redirects,
       keepBodyBytes: ANSWER_EXCERPT_BYTES,

@@ -62,6 +62,12 @@ export interface JobContext {
    * against the Jobs it finds). Given by the engine; absent when a job is run outside a flock.
    */
   schedule?: SchedulePolicies;
+  /**
+   * The headers that sign a request body with the schedule's `signing:` keys (`x-cronflock-signature:
+   * t=<unix s>,v1=<hex>`; see `cronflock/receiver`). Absent when the schedule signs nothing. Throws when a key
+   * cannot be read (the request must then not be sent unsigned).
+   */
+  signBody?: (body: string) => Record<string, string>;
 }
 
 /** See {@link JobContext.schedule}. */

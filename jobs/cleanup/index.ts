@@ -11,14 +11,12 @@
  */
 import path from 'node:path';
 import type { JobKind } from '../types.js';
-import { notify } from './notify.js';
 import type { CleanupReport } from './report.js';
-import { CleanupError, runCleanup, type CompiledCleanup } from './run.js';
+import { runCleanup, type CompiledCleanup } from './run.js';
 import { cleanupJobSchema, type CleanupParams } from './schema.js';
 
 export { CleanupError, preflight, runCleanup, clientForJob, type CompiledCleanup } from './run.js';
 export type { CleanupReport, ObjectLine } from './report.js';
-export { signBody, SIGNATURE_HEADER, type NotificationSummary } from './notify.js';
 export { cleanupJobSchema, type CleanupParams, type CleanupSelector } from './schema.js';
 
 /** The `cleanup` job kind. */
@@ -27,15 +25,7 @@ export const cleanupJob: JobKind<CleanupParams, CompiledCleanup> = {
   schema: cleanupJobSchema,
   // A kubeconfig path in a schedule file is relative to that file.
   compile: async (params, ctx) => (params.kubeconfig ? { ...params, kubeconfig: path.resolve(ctx.baseDir, params.kubeconfig) } : params),
-  run: async (ctx, params) => {
-    let report: CleanupReport;
-    try {
-      report = await runCleanup(ctx, params);
-    } catch (e) {
-      await notify(ctx, params, { error: e instanceof Error ? e.message : String(e), ...(e instanceof CleanupError && e.report ? { report: e.report } : {}) });
-      throw e;
-    }
-    await notify(ctx, params, { report });
-    return report;
-  },
+  // Notifications are the schedule's (runner/notify/): the job-level `notify` block is read as the
+  // schedule-level one at load (a deprecated alias), and the outbox sends them, once, from the run's outcome.
+  run: (ctx, params): Promise<CleanupReport> => runCleanup(ctx, params),
 };

@@ -96,7 +96,7 @@ export const cleanupJobSchema = z
         webhook: z
           .strictObject({
             url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('receives a JSON summary (POST)'),
-            secretEnv: z.string().min(1).optional().describe('environment variable holding the HMAC-SHA256 key (header x-cronflock-signature: sha256=<hex>)'),
+            secretEnv: z.string().min(1).optional().describe('environment variable holding the HMAC-SHA256 key (header x-cronflock-signature: t=<unix s>,v1=<hex>)'),
             retries: z.number().int().min(0).max(10).default(3).describe('retries on network errors, 429 and 5xx (default 3)'),
           })
           .optional(),
@@ -108,7 +108,7 @@ export const cleanupJobSchema = z
           .optional(),
       })
       .optional()
-      .describe('notifications after each run: summaries only, never object lists or Secret data'),
+      .describe('deprecated: read as the schedule-level notify (on: failure → [failed]; always, changes → [failed, succeeded]); write notify: beside job: instead'),
     reportObjects: z.number().int().min(0).max(1000).default(20).describe('objects listed in the stored report at most (counts are always complete)'),
   })
   .superRefine((p, ctx) => {

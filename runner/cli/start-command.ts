@@ -27,7 +27,7 @@ import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTar
 import { onStopSignals, signalExitCode } from './stop-signals.js';
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
-export const STOP_LIMIT_MARGIN_MS = 25_000;
+export const STOP_LIMIT_MARGIN_MS = 30_000;
 
 /** Option names as users type them: `lockMs` → `--lock`. */
 const FLAGS: Record<string, string> = {
@@ -57,6 +57,7 @@ const d = (ms: number): string => formatDurationMs(ms);
 /** Prints refused files' errors to stderr; returns the number of refused files. */
 export function reportLoad(res: LoadResult, verbose: boolean): number {
   for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
+  for (const w of res.warnings) process.stderr.write(`warning: ${w.format()}\n`);
   if (verbose) for (const f of res.files) process.stdout.write(`${f.ok ? 'ok     ' : 'REFUSED'} ${f.file} (${f.scheduleCount} schedules)\n`);
   return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
 }

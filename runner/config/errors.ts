@@ -18,6 +18,7 @@
  * - `JITTER_TOO_LONG`: the jitter window reaches the next due time.
  * - `CRON_*`, `ZONE_UNKNOWN`: from the cron compiler (see `CronError` in runner/schedule/cron.ts).
  * - `JOB_INVALID`: the job kind's load-time `compile` refused the job block (e.g. module file missing).
+ * - `DEPRECATED`: not a refusal but a warning (`LoadResult.warnings`): accepted input that has a newer form.
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
@@ -32,7 +33,8 @@ export type ConfigErrorCode =
   | 'CRON_TZ_PREFIX'
   | 'CRON_UNSUPPORTED'
   | 'ZONE_UNKNOWN'
-  | 'JOB_INVALID';
+  | 'JOB_INVALID'
+  | 'DEPRECATED';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

@@ -25,7 +25,9 @@ import type { z } from 'zod';
 import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import type { DueTimes } from '../schedule/cron.js';
+import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
+import { cleanupNotifyAlias } from '../notify/config.js';
 import {
   jobSchema,
   scheduleFileSchema,
@@ -80,6 +82,12 @@ export interface CompiledSchedule {
   retryBackoffMaxMs: number;
   /** On `cronflock resume`: skip the occurrences missed while suspended, or run the latest of them. */
   onResume: OnResumePolicy;
+  /** Notifications of outcomes (runner/notify/); cleanup's deprecated job-level `notify` lands here too. */
+  notify?: NotifyConfig;
+  /** Pings to an outside monitor (runner/notify/). */
+  heartbeat?: HeartbeatConfig;
+  /** Keys that sign an http job's body. */
+  signing?: SigningConfig;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -98,6 +106,8 @@ export interface CompiledSchedule {
 export interface FileLoadResult {
   schedules: CompiledSchedule[];
   errors: ConfigError[];
+  /** Accepted but deprecated input (code `DEPRECATED`), with its position: say it, do not refuse it. */
+  warnings?: ConfigError[];
 }
 
 /** What happened to one file: `ok` false = refused; `scheduleCount` = schedules loaded from it (0 if refused). */
@@ -115,6 +125,8 @@ export interface LoadResult {
   schedules: CompiledSchedule[];
   errors: ConfigError[];
   files: LoadedFile[];
+  /** Deprecated input of the valid files (code `DEPRECATED`); print them, they refuse nothing. */
+  warnings: ConfigError[];
 }
 
 const SCHEDULE_FILE = /^[^.].*\.ya?ml$/;
@@ -158,7 +170,7 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
     return ioFailure(path, 'holds no *.yaml or *.yml files', 'schedule files must end in .yaml or .yml', undefined);
   }
 
-  const result: LoadResult = { schedules: [], errors: [], files: [] };
+  const result: LoadResult = { schedules: [], errors: [], files: [], warnings: [] };
   const memo = new Map<string, Promise<unknown>>();
   const checkedFiles: { file: string; checked: Awaited<ReturnType<typeof checkText>> | null; errors: ConfigError[] }[] = [];
   const definedIn = new Map<string, NameDefinition[]>();
@@ -202,6 +214,7 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
     const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
     if (ok) result.schedules.push(...checked.schedules);
+    if (ok) result.warnings.push(...checked.warnings);
     result.files.push({ file, ok, scheduleCount: ok ? checked.schedules.length : 0 });
   }
   return result;
@@ -217,8 +230,8 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const { schedules, errors } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
-  return errors.length === 0 ? { schedules, errors } : { schedules: [], errors };
+  const { schedules, errors, warnings } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
+  return errors.length === 0 ? { schedules, errors, warnings } : { schedules: [], errors };
 }
 
 async function scheduleFilesIn(dir: string): Promise<string[]> {
@@ -285,7 +298,7 @@ function ioError(file: string, reason: string, hint: string | undefined, cause: 
 }
 
 function ioFailure(path: string, reason: string, hint?: string, cause?: unknown): LoadResult {
-  return { schedules: [], errors: [ioError(path, reason, hint, cause)], files: [] };
+  return { schedules: [], errors: [ioError(path, reason, hint, cause)], files: [], warnings: [] };
 }
 
 function byPosition(a: ConfigError, b: ConfigError): number {
@@ -307,6 +320,8 @@ interface CheckedText {
   errors: ConfigError[];
   /** Every string `name` the file defines (even when the file is refused), in order. */
   names: NameDefinition[];
+  /** Deprecated input (only meaningful when `errors` is empty). */
+  warnings: ConfigError[];
 }
 
 type Path = (string | number)[];
@@ -327,7 +342,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], warnings: [] };
   }
   const locator = new Locator(doc, at);
   const protoErrors = protoKeyErrors(doc, file, at);
@@ -352,14 +367,14 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
       reason: 'the file defines no schedules',
       hint: 'start the file with "schedules:" and list at least one schedule (name, cron, job)',
     });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], warnings: [] };
   }
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
     const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: (err as Error).message, cause: err });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], warnings: [] };
   }
 
   const parsed = scheduleFileSchema.safeParse(data);
@@ -410,13 +425,24 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   // A strict map also calls a __proto__ key unknown: the key's own error says more.
   const schemaErrors = problems.filter((p) => protoErrors.length === 0 || p.path[p.path.length - 1] !== '__proto__').map(toError);
   const errors = [...schemaErrors, ...protoErrors].sort(byPosition);
-  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names };
+  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, warnings: [] };
 
   const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
     file,
     ...locator.position(['schedules', i], false),
   }));
-  return { schedules, errors: [], names };
+  const warnings = items.flatMap((item, i) => {
+    if (!cleanupNotifyAlias((item as { job?: unknown } | null)?.job)) return [];
+    return [
+      toError({
+        code: 'DEPRECATED',
+        path: ['schedules', i, 'job', 'notify'],
+        reason: 'a cleanup job\'s notify is deprecated: it is read as the schedule-level notify (on: failure → [failed]; always, changes → [failed, succeeded]; retries are the outbox\'s)',
+        hint: 'move the block beside job: as notify: (see the README, "Notifications")',
+      }),
+    ];
+  });
+  return { schedules, errors: [], names, warnings };
 }
 
 /**

@@ -13,6 +13,7 @@ import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cro
 import { formatDurationMs } from '../time/duration.js';
 import type { ConfigErrorCode } from './errors.js';
 import { durationMs, positiveDurationMs, timerDurationMs } from './zod-duration.js';
+import { cleanupNotifyAlias, heartbeatSchema, notifySchema, signingSchema } from '../notify/config.js';
 
 /** DNS-1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit; ≤ 63 chars. */
 export const SCHEDULE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -125,6 +126,9 @@ const scheduleObject = z.strictObject({
     .describe(
       'After `cronflock resume`: skip = occurrences missed while suspended stay skipped, latest = the most recent of them runs once, within its starting deadline (default latest, as Kubernetes CronJob).',
     ),
+  notify: notifySchema.optional(),
+  heartbeat: heartbeatSchema.optional(),
+  signing: signingSchema.optional(),
   job: jobSchema,
 });
 
@@ -176,6 +180,7 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
     });
   }
   const job = v.job as { kind?: unknown } | undefined;
+  checkNotifyFields(v, ctx);
   const kind = typeof job?.kind === 'string' ? findJobKind(job.kind) : undefined;
   for (const issue of kind?.checkSchedule?.(v as Record<string, unknown>) ?? []) {
     ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, params: issueParams('SCHEMA_INVALID') });
@@ -190,6 +195,37 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
         message: `jitter ${readableDuration(v.jitter)} reaches the next due time (due times can be ${g} apart); use a jitter below ${g}`,
         params: issueParams('JITTER_TOO_LONG', { gapMs: gap }),
       });
+    }
+  }
+}
+
+/** `signing` only for http jobs; cleanup's deprecated job-level `notify` not beside the schedule-level one. */
+function checkNotifyFields(v: RawSchedule, ctx: z.RefinementCtx): void {
+  const job = v.job as { kind?: unknown } | undefined;
+  if (v.signing !== undefined && typeof job?.kind === 'string' && job.kind !== 'http') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['signing'],
+      message: `signs an http job's request body; this schedule's job is kind ${job.kind}`,
+      params: issueParams('SCHEMA_INVALID'),
+    });
+  }
+  const alias = cleanupNotifyAlias(v.job);
+  if (!alias) return;
+  if (v.notify !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['job', 'notify'],
+      message: 'the schedule has notify: too; cleanup\'s job-level notify is its deprecated alias: keep the schedule-level one only',
+      params: issueParams('SCHEMA_INVALID'),
+    });
+    return;
+  }
+  // The job block's own schema checks its shape; what the alias adds is the schedule-level secret check.
+  const parsed = notifySchema.safeParse(alias);
+  for (const issue of parsed.success ? [] : parsed.error.issues) {
+    if (String(issue.path[issue.path.length - 1]).endsWith('Env')) {
+      ctx.addIssue({ code: 'custom', path: ['job', 'notify', ...issue.path.map(String)], message: issue.message, params: issueParams('SCHEMA_INVALID') });
     }
   }
 }
@@ -225,9 +261,18 @@ export const scheduleSchema = scheduleObject
     retryBackoffMs: v.retryBackoff,
     retryBackoffMaxMs: v.retryBackoffMax,
     onResume: v.onResume,
+    notify: v.notify ?? aliasNotify(v.job),
+    heartbeat: v.heartbeat,
+    signing: v.signing,
     job: v.job,
     due: compiledDue.get(v) ?? compileCron(v.cron, v.timeZone, { hashSeed: v.name }),
   }));
+
+/** cleanup's deprecated job-level notify as the schedule-level block (checked by checkNotifyFields). */
+function aliasNotify(job: unknown): z.output<typeof notifySchema> | undefined {
+  const alias = cleanupNotifyAlias(job);
+  return alias ? notifySchema.parse(alias) : undefined;
+}
 
 /** A schedule after validation (before its job is compiled by the job kind). */
 export type ValidatedSchedule = z.output<typeof scheduleSchema>;

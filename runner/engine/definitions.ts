@@ -18,6 +18,7 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { EngineSchedule } from './schedule.js';
+import { outboxOn } from '../notify/events.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
 export interface PublishedDefinition {
@@ -31,6 +32,12 @@ export interface PublishedDefinition {
   replica: string;
   /** Redis time (ms) the publishing replica loaded this definition. */
   loadedAtMs: number;
+  /**
+   * The outcomes the schedule's notify/heartbeat want in the outbox (space-separated; see runner/notify/events.ts
+   * `outboxOn`); absent without either. Read by the engine scripts' `emitOutcome`: publishing it with the
+   * definition makes "the definition loaded last wins" hold for notifications too.
+   */
+  outboxOn?: string;
 }
 
 /**
@@ -130,6 +137,7 @@ export class Definitions {
       args = [this.replica];
     };
     for (const s of schedules) {
+      const on = outboxOn(s);
       const def: Omit<PublishedDefinition, 'loadedAtMs'> = {
         cron: s.due.expression,
         timeZone: s.due.timeZone,
@@ -139,6 +147,7 @@ export class Definitions {
         onResume: s.onResume ?? 'latest',
         definitionHash: s.definitionHash ?? '',
         replica: this.replica,
+        ...(on ? { outboxOn: on } : {}),
       };
       args.push(s.name, JSON.stringify(def));
       if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);

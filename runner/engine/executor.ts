@@ -29,6 +29,7 @@ import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
+import { signatureHeaders } from '../notify/signing.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -342,6 +343,7 @@ export class Executor {
       replica: o.replica,
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
+      ...(sched.signing ? { signBody: signerOf(sched.signing.keys) } : {}),
     };
     const base = {
       schedule: d.schedule,
@@ -464,6 +466,11 @@ export class Executor {
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
     });
   }
+}
+
+/** The schedule's `signing:` keys as a job's `context.signBody`. */
+function signerOf(keys: Parameters<typeof signatureHeaders>[0]): (body: string) => Record<string, string> {
+  return (body) => signatureHeaders(keys, body);
 }
 
 function iso(ms: number): string {

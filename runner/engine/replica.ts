@@ -20,6 +20,7 @@ import { closeLanes, openLanes, type Lanes } from './enqueue.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
+import { OutboxDeliverer } from '../outbox/deliverer.js';
 import type { EngineSchedule } from './schedule.js';
 
 /** Clock resynchronisation period. */
@@ -30,6 +31,8 @@ const CLOCK_STEP_CHECK_MS = 250;
 const REDIS_STALE_MS = 3_000;
 /** Limits of the shutdown steps that wait on Redis (the executor's own: grace + 5 s hand-over, + this). */
 const STOP_STEP_MS = 3_000;
+/** At a stop, how long the outbox waits for its sends in flight (then another replica takes them over). */
+const OUTBOX_SEND_WAIT_MS = 5_000;
 
 /** The replica was asked to stop while it was starting (SIGTERM while waiting for Redis). */
 export class ReplicaStartAborted extends Error {
@@ -59,6 +62,8 @@ export class Replica {
   private cache!: FlockWideCache;
   /** Names of the schedules this replica runs (what the flock-wide cache reports). */
   private names: ReadonlySet<string> = new Set();
+  /** Delivers the flock's notifications and heartbeat pings (runner/outbox/); set once the replica runs. */
+  outbox: OutboxDeliverer | undefined;
 
   private constructor(
     readonly opts: RunnerOptions,
@@ -170,6 +175,9 @@ export class Replica {
       executor.isPublished = (name) => definitions.has(name);
       if (p.signal?.aborted) throw new ReplicaStartAborted();
       executor.start();
+      replica.outbox = new OutboxDeliverer(cmd, keys, { replica: o.replica, namespace: o.namespace, now: () => clock.now() }, log);
+      replica.outbox.setSchedules(p.schedules);
+      replica.outbox.start();
       await planner.start(p.schedules);
       admission.start();
       r = replica;
@@ -198,6 +206,7 @@ export class Replica {
   async reload(schedules: readonly EngineSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.update(schedules);
     this.executor.setSchedules(schedules);
+    this.outbox?.setSchedules(schedules);
     await this.definitions.publish(schedules, diff.removed);
     const byName = new Map(schedules.map((s) => [s.name, s]));
     const touched = new Set([...diff.changed, ...diff.removed]);
@@ -272,7 +281,7 @@ export class Replica {
    * Stops: no new plans or claims; running runs get `graceMs` to finish, then are handed over to other
    * replicas at once. Closes the connections. Bounded whatever Redis does: each step that waits on Redis has a
    * time limit (a hung or unreachable Redis answers nothing), so this resolves within about
-   * `graceMs + 15 s`; what could not be handed over is re-claimed by another replica when its lease lapses.
+   * `graceMs + 20 s` (the outbox step included); what could not be handed over is re-claimed by another replica when its lease lapses.
    */
   stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
     this.stopping ??= (async () => {
@@ -294,6 +303,10 @@ export class Replica {
         }
       })();
       await step('runs', Promise.race([executorStopped, runsGone]), graceMs + 5_000 + STOP_STEP_MS);
+      // After the runs: the outcomes of the runs that just finished are sent, and sends in flight settled (up to
+      // OUTBOX_SEND_WAIT_MS), before this replica leaves the outbox's live consumers, which lets another replica
+      // take over what is left at once.
+      await step('outbox', this.outbox?.stop(OUTBOX_SEND_WAIT_MS) ?? Promise.resolve(), OUTBOX_SEND_WAIT_MS + STOP_STEP_MS);
       await step('queues', closeLanes(this.lanes), STOP_STEP_MS);
       await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
       await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);

@@ -1,6 +1,7 @@
 /** What the engine needs of a schedule; the config loader's compiled schedules satisfy it. */
 import type { DueTimes } from '../schedule/cron.js';
 import type { DispositionPolicy } from './dispositions.js';
+import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 
 /** A compiled schedule as the planner and the executor use it. Durations in ms. */
 export interface EngineSchedule extends DispositionPolicy {
@@ -21,6 +22,11 @@ export interface EngineSchedule extends DispositionPolicy {
   onResume?: 'skip' | 'latest';
   /** Hash of the definition as loaded (published for operators). */
   definitionHash?: string;
+  /** Notifications of outcomes and heartbeat pings, through the outbox (runner/outbox/). */
+  notify?: NotifyConfig;
+  heartbeat?: HeartbeatConfig;
+  /** Keys that sign an http job's request body (context.signBody). */
+  signing?: SigningConfig;
   /** The job block after validation and compilation (`kind` selects the job kind). */
   job: { kind: string };
 }

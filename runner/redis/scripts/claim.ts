@@ -158,6 +158,7 @@ local firstStart = tonumber(rec[7] or '0')
 if firstStart == 0 then
   firstStart = now
   rcall('HSET', occKey, 'firstStartMs', now, 'latenessMs', now - fireMs)
+  emitOutcome(occKey, 'started', '')
 end
 rcall('HSET', occKey, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs, 'released', 0, 'startMs', now,
   'activeKey', KEYS[5])

@@ -30,6 +30,29 @@ local function isFinal(state)
   return state == 'succeeded' or state == 'failed' or state == 'missed' or state == 'skipped'
 end
 
+-- emitOutcome: the outbox of notifications and heartbeats (runner/outbox/), written in the same atomic step as
+-- the outcome. Only for schedules whose published definition ({ns}:defs) has outboxOn, the space-separated
+-- outcomes it wants (started succeeded failed missed skipped recovered). {ns}:outbox:last keeps such a
+-- schedule's last outcome among succeeded, failed and missed: a success after failed or missed is a recovery.
+local function emitOutcome(occKey, state, reason)
+  local ns = string.match(occKey, '^{[^}]*}')
+  local schedule = ns and rcall('HGET', occKey, 'schedule')
+  local def = schedule and rcall('HGET', ns .. ':defs', schedule)
+  if not def or not string.find(def, '"outboxOn"', 1, true) then return end
+  local on = ' ' .. tostring(cjson.decode(def).outboxOn) .. ' '
+  local prev = ''
+  if state == 'succeeded' or state == 'failed' or state == 'missed' then
+    prev = rcall('HGET', ns .. ':outbox:last', schedule) or ''
+    rcall('HSET', ns .. ':outbox:last', schedule, state)
+  end
+  local recovered = state == 'succeeded' and (prev == 'failed' or prev == 'missed') and string.find(on, ' recovered ', 1, true)
+  if recovered or string.find(on, ' ' .. state .. ' ', 1, true) then
+    local rec = rcall('HMGET', occKey, 'key', 'dueMs', 'attempt', 'error')
+    rcall('XADD', ns .. ':outbox', '*', 'key', rec[1], 'schedule', schedule, 'state', state, 'reason', reason,
+      'prev', prev, 'dueMs', rec[2], 'attempt', rec[3] or '0', 'error', rec[4] or '', 'atMs', now)
+  end
+end
+
 -- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
 -- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs.
 local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs)
@@ -40,6 +63,7 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
   if isFinal(state) then
     rcall('HSET', occKey, 'endMs', now)
     rcall('PEXPIRE', occKey, retentionMs)
+    emitOutcome(occKey, state, reason)
   else
     rcall('PEXPIRE', occKey, math.max(tonumber(fireMs) - now, 0) + retentionMs)
   end
@@ -77,5 +101,6 @@ local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   deactivate(occKey, key)
   local queueKey = rcall('HGET', occKey, 'queueKey')
   if queueKey then rcall('ZREM', queueKey, key) end
+  emitOutcome(occKey, state, reason)
 end
 `;
