@@ -71,7 +71,7 @@ ${yaml}
     expectStartedNeverSkipped(runs);
     const failed = runs.filter((r) => r.state === 'failed');
     expect(failed.length).toBeGreaterThanOrEqual(2);
-    for (const r of failed) expect(r).toMatchObject({ attempt: 3, reason: 'job failed', error: 'answered 500' });
+    for (const r of failed) expect(r).toMatchObject({ attempt: 3, reason: 'job failed', error: 'answered 500: ok' });
     const skipped = runs.filter((r) => r.state === 'skipped' && r.reason !== 'suspended');
     expect(skipped.length).toBeGreaterThanOrEqual(2);
     for (const r of skipped) {
@@ -111,7 +111,7 @@ ${yaml}
     expectStartedNeverSkipped(runs);
     const ran = runs.filter((r) => r.attempt > 0).sort((a, b) => a.firstStartMs! - b.firstStartMs!);
     expect(ran.length).toBeGreaterThanOrEqual(2);
-    for (const r of ran) expect(r).toMatchObject({ state: 'failed', attempt: 3, error: 'answered 500' });
+    for (const r of ran) expect(r).toMatchObject({ state: 'failed', attempt: 3, error: 'answered 500: ok' });
     // One occurrence at a time, all its retries included: the next one's first attempt comes after its end.
     for (let i = 1; i < ran.length; i++) expect(ran[i]!.firstStartMs!).toBeGreaterThanOrEqual(ran[i - 1]!.endMs!);
     expectNoOverlap(flock.receiver.of('mc'));
