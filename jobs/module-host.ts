@@ -125,6 +125,8 @@ function startWatchdog(): void {
       const state = stat.charAt(stat.lastIndexOf(')') + 2);
       if (state === 'T' || state === 't') process.kill(process.pid, 'SIGSTOP');
     }, 100);`;
-  const w = new Worker(code, { eval: true, workerData: { ppid: process.ppid }, stdout: false, stderr: false });
+  // Small limits: a worker's isolate otherwise reserves a 512 MiB code range (Node 24), which RLIMIT_DATA counts.
+  const resourceLimits = { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4, codeRangeSizeMb: 8, stackSizeMb: 1 };
+  const w = new Worker(code, { eval: true, workerData: { ppid: process.ppid }, stdout: false, stderr: false, resourceLimits });
   w.unref();
 }

@@ -7,10 +7,12 @@
  * Buffers took a replica to 3.2 GB RSS), and a thread blocked in a native call cannot be terminated. A child
  * process gets the kernel's data-segment limit (RLIMIT_DATA, set with `ulimit -d` by /bin/sh before exec; it counts
  * the V8 heap, Buffers and native allocations alike) plus a V8 heap limit, and SIGKILL ends it whatever it does.
+ * RLIMIT_DATA also counts address space V8 only reserves: a fresh Node 24 process holds ~560 MiB of it before any
+ * code runs (Node 20: ~50 MiB), so the limit is that reservation, measured once per replica, plus `memoryLimitMb`.
  * Cost measured here (Node 20, a busy 2-core machine, median of 8): starting a process and importing a small .mjs
  * took 83 ms, a thread 32 ms; with a .ts module 0.3–0.6 s either way (loading tsx dominates).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -122,7 +124,10 @@ function session(kind: SandboxKind, task: HostTask, limits: SandboxLimits, ctx?:
       } else if (m.type === 'done') {
         finish(undefined, m.value);
       } else if (m.type === 'error') {
-        finish(new SandboxError(m.message, m.phase));
+        // An allocation refused by the limits: say which limit (V8's words differ: Node 20 'Array buffer
+        // allocation failed', Node 24 'Failed to allocate memory').
+        const oom = kind === 'process' && ALLOCATION_FAILED.test(m.message);
+        finish(new SandboxError(oom ? `${m.message} (memoryLimitMb: ${limits.memoryLimitMb} reached)` : m.message, m.phase));
       }
     });
     host.onEnd((why) =>
@@ -162,15 +167,35 @@ function hostEntry(): { file: string; execArgv: string[] } {
     : { file: fileURLToPath(new URL('./module-host.js', import.meta.url)), execArgv: [] };
 }
 
+/** V8's errors for an allocation the process's limits refused. */
+const ALLOCATION_FAILED = /Array buffer allocation failed|Failed to allocate memory|allocation failed/i;
+
 const SH = '/bin/sh';
 const hasSh = process.platform !== 'win32' && existsSync(SH);
+
+let reservedDataKb: number | undefined;
+
+/**
+ * The data segment (KiB, VmData in /proc) a fresh Node process with these flags holds before running any code:
+ * mostly address space V8 reserves and never touches. Measured once (one short process, ~50 ms), then cached;
+ * 0 where /proc cannot tell.
+ */
+function nodeReservedDataKb(execArgv: string[]): number {
+  if (reservedDataKb !== undefined) return reservedDataKb;
+  const probe = `process.stdout.write(String(/VmData:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0))`;
+  const r = spawnSync(process.execPath, [...execArgv, '-e', probe], { encoding: 'utf8', timeout: 30_000 });
+  const kb = Number(r.stdout);
+  reservedDataKb = Number.isFinite(kb) && kb > 0 ? kb : 0;
+  return reservedDataKb;
+}
 
 function startProcess(limits: SandboxLimits): Host {
   const entry = hostEntry();
   const nodeArgs = [...entry.execArgv, `--max-old-space-size=${limits.memoryLimitMb}`, entry.file];
   // `ulimit -d` (KiB) sets RLIMIT_DATA for the node that `exec` puts in the shell's place (same pid, same IPC fd).
+  const dataKb = hasSh ? nodeReservedDataKb(entry.execArgv) + limits.memoryLimitMb * 1024 : 0;
   const child: ChildProcess = hasSh
-    ? spawn(SH, ['-c', `ulimit -d ${limits.memoryLimitMb * 1024} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...nodeArgs], {
+    ? spawn(SH, ['-c', `ulimit -d ${dataKb} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...nodeArgs], {
         stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
         serialization: 'advanced',
       })

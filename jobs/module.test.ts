@@ -61,7 +61,7 @@ describe('module job: loading is checked in a sandbox process', () => {
   it('refuses a module that allocates 3 GiB of Buffers while loading: the memory limit holds outside the V8 heap', async () => {
     const rssBefore = process.memoryUsage().rss;
     const { text } = await refusal('{ kind: module, path: ./hoards-at-load.mjs, memoryLimitMb: 512 }');
-    expect(text).toMatch(/schedules\[0\]\.job\.path: module \.\/hoards-at-load\.mjs: (failed to load: Array buffer allocation failed|its process ran out of memory)/);
+    expect(text).toMatch(/schedules\[0\]\.job\.path: module \.\/hoards-at-load\.mjs: (failed to load: (Array buffer allocation failed|Failed to allocate memory) .*\(memoryLimitMb: 512 reached\)|its process ran out of memory)/);
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024);
   });
 
@@ -87,7 +87,7 @@ describe('module job: loading is checked in a sandbox process', () => {
   it('refuses limits out of range with the field', async () => {
     const r = await parseScheduleText(one('{ kind: module, path: ./echo.mjs, memoryLimitMb: 64, loadTimeout: 1h }'), SCHEDULES);
     expect(r.errors.map((e) => `${e.field}: ${e.reason}`)).toEqual([
-      'schedules[0].job.memoryLimitMb: must be at least 256 (Node itself takes ~130 MiB)',
+      'schedules[0].job.memoryLimitMb: must be at least 256 (what Node reserves at start-up comes on top)',
       'schedules[0].job.loadTimeout: must be at most 5m',
     ]);
   });
@@ -135,7 +135,7 @@ describe('module job: attempts run in their own process', () => {
   it('fails an attempt that holds more Buffers than its memory limit, and this process stays small', async () => {
     const rssBefore = process.memoryUsage().rss;
     const job = await compile('{ kind: module, path: ./hoards.mjs, memoryLimitMb: 512, params: { mb: 3000 } }');
-    await expect(moduleJob.run(ctx(), job)).rejects.toThrow(/Array buffer allocation failed|ran out of memory \(memoryLimitMb: 512\)/);
+    await expect(moduleJob.run(ctx(), job)).rejects.toThrow(/memoryLimitMb: 512/);
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024);
   });
 

@@ -21,7 +21,7 @@ import { JobCompileError, type JobContext, type JobKind } from './types.js';
 export const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 /** Default of `memoryLimitMb` (MiB). */
 export const DEFAULT_MEMORY_LIMIT_MB = 1024;
-/** Smallest `memoryLimitMb`: Node with tsx takes ~130 MiB of data segment before the module does anything. */
+/** Smallest `memoryLimitMb`: below it a module job's own imports (and tsx for .ts) do not fit. */
 export const MIN_MEMORY_LIMIT_MB = 256;
 
 /** Parameters of a module job, as written in a schedule file. */
@@ -46,10 +46,10 @@ export const moduleJobSchema = z.strictObject({
     .describe('how long importing the module (its top-level code) may take, at load and before each attempt (default 10s)'),
   memoryLimitMb: z
     .int('must be a whole number of MiB')
-    .min(MIN_MEMORY_LIMIT_MB, `must be at least ${MIN_MEMORY_LIMIT_MB} (Node itself takes ~130 MiB)`)
+    .min(MIN_MEMORY_LIMIT_MB, `must be at least ${MIN_MEMORY_LIMIT_MB} (what Node reserves at start-up comes on top)`)
     .max(65_536, 'must be at most 65536')
     .default(DEFAULT_MEMORY_LIMIT_MB)
-    .describe(`memory of the job's process in MiB: V8 heap, Buffers and native memory together (thread: V8 heap only) (default ${DEFAULT_MEMORY_LIMIT_MB})`),
+    .describe(`memory of the job's process in MiB beyond what Node reserves at start-up: V8 heap, Buffers and native memory together (thread: V8 heap only) (default ${DEFAULT_MEMORY_LIMIT_MB})`),
 });
 
 /** Parameters after validation (`loadTimeout` in ms). */
