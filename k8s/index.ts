@@ -12,3 +12,5 @@ export * from './discovery.js';
 export * from './objects.js';
 export * from './list.js';
 export * from './access.js';
+export * from './informer.js';
+export * from './structural.js';

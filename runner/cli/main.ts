@@ -1,7 +1,8 @@
 /**
  * `cronflock`: the command line.
  *
- *   cronflock start <path>       run one replica (REDIS_URL or --redis; else a private redis-server)
+ *   cronflock start [path]       run one replica (REDIS_URL or --redis; else a private redis-server); files
+ *                                and/or the cluster's Schedule resources
  *   cronflock validate <path>    check schedule files; file:line:col errors; exit 1 when any file is refused
  *   cronflock next <path>        upcoming due times, fire times and window ends
  *   cronflock runs               run records from Redis
@@ -9,8 +10,7 @@
  */
 import { Command, Option } from 'commander';
 import { durationArg, isoTimeArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
-import { readFileSync, statSync, watch } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
@@ -26,6 +26,8 @@ import { addControlCommands } from './control-commands.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
+import type { WatchMode } from '../kubernetes/connect.js';
+import { openStartSources, type StartedSources } from '../sources/start.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
   version: string;
@@ -122,33 +124,6 @@ program
     }
   });
 
-/**
- * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
- * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
- * seen.
- */
-function watchSchedules(path: string, onChange: () => void): void {
-  let dir = path;
-  let only: string | undefined;
-  try {
-    if (!statSync(path).isDirectory()) {
-      dir = dirname(path);
-      only = basename(path);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    watch(dir, (_event, file) => {
-      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
-      // beside them must not make every replica re-read and re-publish thousands of schedules.
-      const name = file === null ? undefined : String(file);
-      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(onChange, 300);
-    }).unref();
-  } catch {
-    /* a path that cannot be watched still reloads on SIGHUP */
-  }
-}
-
 /** The result each run recorded (a job's JSON return value, e.g. a cleanup report), indented under its key. */
 function printResults(runs: RunRecord[]): void {
   for (const r of runs) {
@@ -176,8 +151,8 @@ function printRuns(runs: RunRecord[]): void {
 
 program
   .command('start')
-  .description('run one replica of the flock on the schedules at <path>')
-  .argument('<path>', 'schedule file or directory')
+  .description('run one replica of the flock on the schedules at [path] and/or the Schedule resources of the cluster')
+  .argument('[path]', 'schedule file or directory (optional when Schedules come from the cluster)')
   .option('--redis <url>', 'Redis URL (default: REDIS_URL; without either, a private redis-server)')
   .option('--namespace <ns>', 'key namespace of the flock', process.env.CRONFLOCK_NAMESPACE ?? 'cronflock')
   .option('--replica <name>', 'name of this replica (default: host-pid-random)', process.env.CRONFLOCK_REPLICA)
@@ -191,8 +166,14 @@ program
   .addOption(new Option('--max-stalls <n>', 're-claims after stalls before an occurrence fails').argParser(nonNegativeIntArg))
   .addOption(new Option('--concurrency <n>', 'runs held at once by this replica').argParser(positiveIntArg))
   .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
+  .addOption(new Option('--watch-schedules <mode>', 'Schedule resources of the cluster: auto (in a pod, when the CRD is installed), on, off').choices(['auto', 'on', 'off']).default(process.env.CRONFLOCK_WATCH_SCHEDULES ?? 'auto'))
+  .option('--watch-namespaces <list>', 'comma-separated namespaces whose Schedules run here (default: all it may list)', (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
+  .option('--schedule-selector <labels>', 'only Schedules with these labels, e.g. cronflock.io/flock=a')
+  .option('--kubeconfig <path>', 'kubeconfig for watching Schedules (default: KUBECONFIG, ~/.kube/config, in-cluster)')
+  .option('--kube-context <name>', 'kubeconfig context')
+  .addOption(new Option('--kube-qps <n>', 'requests per second to the API server (status, Events, watches)').argParser(positiveIntArg))
   .option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here', process.env.CRONFLOCK_ADMIN ?? '127.0.0.1:9464')
-  .action(async (path: string, o: Record<string, unknown>) => {
+  .action(async (path: string | undefined, o: Record<string, unknown>) => {
     const user: Partial<RunnerOptions> = { namespace: o.namespace as string };
     if (o.replica) user.replica = o.replica as string;
     const map: [string, keyof RunnerOptions][] = [
@@ -221,46 +202,46 @@ program
       throw new CliError((err as Error).message);
     }
     const log = createLogger({ replica: options.replica });
-    const res = await loadSchedules(path);
-    if (reportLoad(res, false) > 0) {
-      for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
-      if (res.schedules.length === 0) throw new CliError(`no valid schedules in ${path}; nothing to run`);
-      log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
+    // Schedule files and the cluster's Schedule resources, combined (runner/sources/).
+    let sources: StartedSources;
+    try {
+      sources = await openStartSources({
+        ...(path !== undefined ? { path } : {}),
+        watchSchedules: o.watchSchedules as WatchMode,
+        watchNamespaces: (o.watchNamespaces as string[] | undefined) ?? [],
+        ...pickStrings(o, { kubeconfig: 'kubeconfig', kubeContext: 'kubeContext', scheduleSelector: 'scheduleSelector' }),
+        ...(o.kubeQps !== undefined ? { kubeQps: o.kubeQps as number } : {}),
+        replica: options.replica,
+        log,
+      });
+    } catch (err) {
+      throw new CliError((err as Error).message);
     }
+    const first = sources.first;
+    for (const e of first.fileErrors) {
+      process.stderr.write(`${e.format()}\n`);
+      log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    }
+    if (first.runs.length === 0 && !sources.watchingCluster) {
+      throw new CliError(path === undefined ? 'no schedule path, and Schedules from the cluster are not watched (--watch-schedules on); nothing to run' : `no valid schedules in ${path}; nothing to run`);
+    }
+    if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
+    const schedules = first.runs.map((r) => r.schedule);
     const target = await resolveRedis(o.redis as string | undefined, true, log, o as RedisTlsFlags);
     log.info(
-      { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
-      `replica starting with ${res.schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
+      { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
+      `replica starting with ${schedules.length} schedules (lock ${formatDurationMs(options.lockMs)})`,
     );
     let replica: Replica;
     try {
-      replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin });
+      replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, ...sources.hooks });
     } catch (err) {
       await target.private?.cleanup();
       throw new CliError((err as Error).message);
     }
     log.info('replica running');
-    // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
-    // never stops what works; the errors are logged with their positions.
-    let current = res.schedules;
-    let reloading: Promise<void> = Promise.resolve();
-    const reload = (why: string): Promise<void> =>
-      (reloading = reloading.then(async () => {
-        const next = await loadSchedules(path);
-        for (const e of next.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
-        const refused = new Set(next.files.filter((f) => !f.ok).map((f) => f.file));
-        const names = new Set(next.schedules.map((s) => s.name));
-        const kept = current.filter((s) => refused.has(s.source.file) && !names.has(s.name));
-        const schedules = [...next.schedules, ...kept];
-        if (schedules.length === 0) {
-          log.error({ why }, 'reload found no valid schedules; keeping the running ones');
-          return;
-        }
-        current = schedules;
-        await replica.reload(schedules);
-      }).catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules')));
-    if (o.watch !== false) watchSchedules(path, () => void reload('file changed'));
-    process.on('SIGHUP', () => void reload('SIGHUP'));
+    // Reloads (one at a time) when a file or a Schedule changes; refused definitions keep their running versions.
+    sources.started(replica, o.watch !== false);
 
     let stopping = false;
     const stop = async (signal: string): Promise<void> => {
@@ -270,7 +251,9 @@ program
       }
       stopping = true;
       log.info({ signal, graceMs: options.shutdownGraceMs }, 'stopping: no new claims; running runs finish or are handed over');
+      await sources.stopWatching();
       await replica.stop();
+      await sources.stop();
       await target.private?.cleanup();
       log.info('stopped');
       process.exit(0);
@@ -295,6 +278,13 @@ process.stderr.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : 2);
   throw err;
 });
+
+/** The string options of `o` named in `names` (flag key → result key), left out when unset. */
+function pickStrings(o: Record<string, unknown>, names: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [flag, key] of Object.entries(names)) if (typeof o[flag] === 'string') out[key] = o[flag];
+  return out;
+}
 
 /** Option names as users type them: `lockMs` → `--lock`. */
 function flagNames(message: string): string {

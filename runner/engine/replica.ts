@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
-import { Store } from '../redis/store.js';
+import { Store, type PlannedOccurrence } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { Definitions } from './definitions.js';
@@ -54,6 +54,8 @@ export class Replica {
     options: RunnerOptions;
     log: Logger;
     onRun?: (e: RunEvent) => void;
+    /** Called with each occurrence this replica's planner recorded missed or skipped. */
+    onPlannedFinal?: (o: PlannedOccurrence) => void;
     /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
     admin?: { host: string; port: number } | null;
   }): Promise<Replica> {
@@ -84,7 +86,10 @@ export class Replica {
       metrics.onRun(e);
       p.onRun?.(e);
     };
-    planner.onFinal = (x) => metrics.onPlannedFinal(x);
+    planner.onFinal = (x) => {
+      metrics.onPlannedFinal(x);
+      p.onPlannedFinal?.(x);
+    };
     executor.setSchedules(p.schedules);
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
     r.metrics = metrics;

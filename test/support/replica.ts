@@ -15,6 +15,7 @@ export type LogLine = Record<string, unknown> & { msg?: string; replica?: string
 /** Options of a replica process. */
 export interface ReplicaProcessOptions {
   name: string;
+  /** Schedule file or directory; '' for none (Schedules from the cluster only). */
   schedules: string;
   redisUrl: string;
   /** Extra CLI flags, e.g. ['--lock', '1s']. */
@@ -61,7 +62,7 @@ export class ReplicaProcess {
       nodeArgs.push('--import', SKEW);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
     }
-    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
+    const args = [...nodeArgs, BIN, 'start', ...(o.schedules ? [o.schedules] : []), '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProcess(o.name, child);
