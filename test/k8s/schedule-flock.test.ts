@@ -186,10 +186,12 @@ describe('Schedules on a flock of three replicas', () => {
   });
 
   it('a run whose claimant is killed is re-claimed by another replica, with one Reclaimed Event', async () => {
-    flock.receiver.holdMs.set('slow', 4000);
+    flock.receiver.holdMs.set('slow', 8000);
     await kubectlApply(admin, schedule(ns, 'slow', { cron: '*/20 * * * * *', concurrencyPolicy: 'Forbid', job: { ...http('slow'), timeout: '30s' } }));
     await flock.receiver.waitFor(() => flock.receiver.of('slow').length >= 1, 30_000, 'first delivery of slow');
     const first = flock.receiver.of('slow')[0]!.body;
+    // The first claimant has posted its Started Event; then it dies mid-run.
+    await until(async () => (await eventsOf('slow')).some((e) => e.occurrence === first.occurrence && e.reason === 'Started'), 5_000, 'Started Event');
     const victim = replicas.find((r) => r.name === first.replica)!;
     victim.signal('SIGKILL');
     await flock.receiver.waitFor(() => flock.receiver.of('slow').some((d) => d.body.occurrence === first.occurrence && d.body.fencingToken > first.fencingToken), 20_000, 're-claim');
