@@ -8,7 +8,8 @@
  * compare-and-set: read the object (the watch's copy, else a GET), compute the part from it with the rules of
  * status.ts (nothing moves backwards), and apply with `metadata.resourceVersion` set: the API server refuses
  * the apply with 409 Conflict when anything changed the object since it was read; then the writer reads again
- * and decides again (up to 8 times). The whole part is applied each time (computed from what was read), so
+ * and decides again (up to 8 times, after a random wait that grows; then the updates wait for the next write).
+ * The whole part is applied each time (computed from what was read), so
  * SSA's rule "fields this manager no longer sends are removed" removes exactly what the rules removed.
  *
  * Load: changes to one Schedule's part are queued and applied together, at most one write per part every
@@ -48,7 +49,12 @@ interface Queue {
   timer?: NodeJS.Timeout;
   writing?: Promise<void>;
   lastWriteMs: number;
+  /** Failed writes in a row whose updates were kept for the next one. */
+  requeues?: number;
 }
+
+/** Writes whose updates are kept after a transient failure, before they are dropped. */
+const MAX_REQUEUES = 10;
 
 /** Coalescing compare-and-set status writer; see the module docs. */
 export class StatusWriter {
@@ -77,13 +83,23 @@ export class StatusWriter {
     this.schedule(key, q);
   }
 
-  /** Writes what is queued now (waiting for writes in flight); for shutdown and tests. */
+  /**
+   * Writes what is queued now, without waiting for the interval (and waits for writes in flight); updates kept
+   * after a transient failure are tried again, a bounded number of times. For shutdown and tests.
+   */
   async flush(): Promise<void> {
-    for (const [key, q] of this.queues) {
-      if (q.timer) clearTimeout(q.timer);
-      q.timer = undefined;
-      await q.writing;
-      if (q.updates.length > 0) await this.write(key, q);
+    for (let pass = 0; pass <= MAX_REQUEUES; pass++) {
+      let pending = false;
+      for (const [key, q] of [...this.queues]) {
+        if (q.timer) clearTimeout(q.timer);
+        q.timer = undefined;
+        await q.writing;
+        if (q.updates.length > 0) {
+          pending = true;
+          await this.write(key, q);
+        }
+      }
+      if (!pending) return;
     }
   }
 
@@ -107,9 +123,18 @@ export class StatusWriter {
     const updates = q.updates.splice(0);
     if (updates.length === 0) return;
     q.writing = this.casApply(q.ref, q.part, updates)
+      .then(() => {
+        q.requeues = 0;
+      })
       .catch((err: Error) => {
-        this.stats.failed++;
-        this.o.log.warn({ schedule: refKey(q.ref), part: q.part, err: err.message }, 'writing Schedule status failed');
+        // A transient failure (contention, the API server busy or away) keeps the updates for the next write:
+        // status must not lose an outcome. Others (forbidden, invalid) would fail again: drop them, loudly.
+        const again = isK8sError(err, 'CONFLICT', 'TOO_MANY_REQUESTS', 'SERVER_ERROR', 'NETWORK', 'TIMEOUT') && (q.requeues ?? 0) < MAX_REQUEUES;
+        if (again) {
+          q.requeues = (q.requeues ?? 0) + 1;
+          q.updates.unshift(...updates);
+        } else this.stats.failed++;
+        this.o.log.warn({ schedule: refKey(q.ref), part: q.part, err: err.message, retrying: again }, 'writing Schedule status failed');
       })
       .finally(() => {
         q.writing = undefined;
@@ -159,6 +184,8 @@ export class StatusWriter {
         if (!isK8sError(e, 'CONFLICT') || attempt >= attempts) throw e;
         this.stats.conflicts++;
         obj = undefined; // changed since it was read: read again, decide again
+        // Writers that collided retry at random moments, so that they do not collide again in lockstep.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
       }
     }
   }
