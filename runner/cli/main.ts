@@ -7,6 +7,7 @@
  *   cronflock next <path>        upcoming due times, fire times and window ends
  *   cronflock runs               run records from Redis
  *   cronflock restore <backup>   restore a backup into a cluster (--dry-run: the plan only)
+ *   cronflock convert [paths]    Kubernetes CronJobs as Schedules
  */
 import { Command, Option } from 'commander';
 import { durationArg, isoTimeArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
@@ -23,6 +24,7 @@ import { listRuns, type RunRecord } from '../records/runs.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { formatDurationMs } from '../time/duration.js';
 import { addControlCommands } from './control-commands.js';
+import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
@@ -267,6 +269,7 @@ for (const c of program.commands) if (c.name() === 'runs' || c.name() === 'start
 addControlCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
+addConvertCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
