@@ -5,10 +5,13 @@
  * outcome distinct (the retry or re-claim count), so creating it again answers 409 AlreadyExists, which is a
  * no-op, never a second Event.
  *
- * API: `events.k8s.io/v1` (the current Events API; `kubectl describe` and `kubectl events` show these Events:
- * the API server stores them as the same objects as core/v1 Events, with `regarding` as `involvedObject` and
- * `note` as `message`). Fields: `reportingController` `cronflock.io/cronflock`, `reportingInstance` the replica,
- * `action` `Run`, `eventTime` when it happened (Redis clock).
+ * API: core `v1` Events, with every field both Event APIs know: `involvedObject` (the Schedule), `message`,
+ * `firstTimestamp`/`lastTimestamp` and `count: 1`, `source` (component `cronflock`, host the replica), and the
+ * newer `eventTime` (microseconds), `reportingComponent` `cronflock.io/cronflock`, `reportingInstance` (the
+ * replica) and `action` `Run`. Why not events.k8s.io/v1: it refuses the timestamps and `source` on create, and
+ * `kubectl describe` (v1.37) orders Events by `lastTimestamp`, so Events without it are listed in no order;
+ * these are listed in time order, show the replica under FROM, and appear in events.k8s.io/v1 too (the same
+ * objects: `note`, `regarding`, `reportingController`).
  *
  * Load: Events are created one at a time in the background (after the client's rate limit); at most
  * `maxPending` (1 000) wait, older ones are dropped first and counted (a catch-up that records thousands of
@@ -37,7 +40,7 @@ export interface ScheduleEvent {
   atMs: number;
 }
 
-/** `reportingController` of cronflock's Events. */
+/** `reportingComponent` (events.k8s.io: `reportingController`) of cronflock's Events. */
 export const REPORTING_CONTROLLER = 'cronflock.io/cronflock';
 
 /**
@@ -47,6 +50,11 @@ export const REPORTING_CONTROLLER = 'cronflock.io/cronflock';
 export function eventName(e: Pick<ScheduleEvent, 'ref' | 'occurrence' | 'reason' | 'discriminator'>): string {
   const h = createHash('sha256').update(`${e.ref.uid}\n${e.occurrence}\n${e.reason}\n${e.discriminator}`).digest('hex');
   return `${e.ref.name}.${h.slice(0, 16)}`;
+}
+
+/** `firstTimestamp`/`lastTimestamp` (metav1.Time: RFC 3339, whole seconds). */
+function seconds(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
 /** `eventTime` (metav1.MicroTime: RFC 3339 with six fractional digits). */
@@ -96,20 +104,25 @@ export class EventRecorder {
   }
 
   private async create(e: ScheduleEvent): Promise<void> {
+    const instance = this.replica.slice(0, 128);
     const note = Buffer.byteLength(e.note) > 1024 ? `${Buffer.from(e.note).subarray(0, 1000).toString()}…` : e.note;
     try {
       await createObject(this.client, {
-        apiVersion: 'events.k8s.io/v1',
+        apiVersion: 'v1',
         kind: 'Event',
         metadata: { name: eventName(e), namespace: e.ref.namespace, labels: { 'cronflock.io/schedule': e.ref.name } },
-        eventTime: microTime(e.atMs),
-        reportingController: REPORTING_CONTROLLER,
-        reportingInstance: this.replica.slice(0, 128),
-        action: 'Run',
+        involvedObject: { apiVersion: API_VERSION, kind: KIND, namespace: e.ref.namespace, name: e.ref.name, uid: e.ref.uid },
         reason: e.reason,
         type: e.type,
-        note,
-        regarding: { apiVersion: API_VERSION, kind: KIND, namespace: e.ref.namespace, name: e.ref.name, uid: e.ref.uid },
+        message: note,
+        firstTimestamp: seconds(e.atMs),
+        lastTimestamp: seconds(e.atMs),
+        count: 1,
+        source: { component: 'cronflock', host: instance },
+        eventTime: microTime(e.atMs),
+        reportingComponent: REPORTING_CONTROLLER,
+        reportingInstance: instance,
+        action: 'Run',
       });
       this.stats.created++;
     } catch (err) {

@@ -233,7 +233,8 @@ export class KubernetesReporter {
         }
         const closed = await this.closedActive(replica, obj.status?.active ?? [], now);
         const changes: RunChange[] = closed.map((a) => ({ type: 'released', occurrence: a.occurrence, fencingToken: a.fencingToken }));
-        if (hasStaleHours(obj.status, now)) changes.push({ type: 'tick', atMs: now });
+        // A Schedule that has not run yet shows ACTIVE 0, not nothing; old hourly counts leave the 24 hours.
+        if (hasStaleHours(obj.status, now) || obj.status?.activeCount === undefined) changes.push({ type: 'tick', atMs: now });
         if (changes.length > 0) this.o.writer.update(ref, 'runs', (status) => applyRunChanges(runsPart(status), changes));
       }
     } finally {

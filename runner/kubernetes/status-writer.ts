@@ -12,7 +12,8 @@
  * The whole part is applied each time (computed from what was read), so
  * SSA's rule "fields this manager no longer sends are removed" removes exactly what the rules removed.
  *
- * Load: changes to one Schedule's part are queued and applied together, at most one write per part every
+ * Load: changes to one Schedule's part are queued and applied together: the first waits `coalesceMs` (250 ms)
+ * for others (a short run's start and result are one write), then at most one write per part every
  * `minIntervalMs` (1 s); unchanged parts are not written; the client's token bucket (k8s/ratelimit.ts) bounds
  * the whole replica.
  */
@@ -38,6 +39,11 @@ export interface StatusWriterOptions {
   log: Logger;
   /** Least time between two writes of one part of one Schedule, in ms; default 1 000. */
   minIntervalMs?: number;
+  /**
+   * How long the first update waits for others before it is written, in ms; default 250: a short run's start
+   * and result become one write (and it is not shown ACTIVE for the second until the next write may go).
+   */
+  coalesceMs?: number;
   /** Compare-and-set attempts per write; default 8. */
   maxAttempts?: number;
 }
@@ -111,7 +117,7 @@ export class StatusWriter {
 
   private schedule(key: string, q: Queue): void {
     if (q.timer || q.writing) return;
-    const wait = Math.max(0, q.lastWriteMs + (this.o.minIntervalMs ?? 1_000) - Date.now());
+    const wait = Math.max(this.o.coalesceMs ?? 250, q.lastWriteMs + (this.o.minIntervalMs ?? 1_000) - Date.now());
     q.timer = setTimeout(() => {
       q.timer = undefined;
       void this.write(key, q);

@@ -207,7 +207,7 @@ export function desiredSchedulePart(view: ScheduleView, current: SchedulePart, n
   } else if (view.specSuspended) {
     conds.push({ type: 'Suspended', status: 'True', reason: 'SpecSuspended', message: 'spec.suspend is true: occurrences are recorded skipped', observedGeneration: g });
   } else {
-    conds.push({ type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'occurrences run', observedGeneration: g });
+    conds.push({ type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'neither spec.suspend nor cronflock suspend', observedGeneration: g });
   }
   const before = new Map((current.conditions ?? []).map((c) => [c.type, c]));
   const conditions = conds.map((c): ScheduleCondition => {

@@ -144,7 +144,7 @@ describe('k8s/deploy', () => {
         expect(role.rules).toEqual([
           { apiGroups: ['cronflock.io'], resources: ['schedules'], verbs: ['get', 'list', 'watch'] },
           { apiGroups: ['cronflock.io'], resources: ['schedules/status'], verbs: ['patch'] },
-          { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+          { apiGroups: [''], resources: ['events'], verbs: ['create'] },
         ]);
         const binding = find(objs(), 'ClusterRoleBinding', 'cronflock-schedules');
         expect(binding.roleRef.name).toBe('cronflock-schedules');
