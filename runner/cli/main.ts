@@ -28,8 +28,8 @@ import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
-import type { WatchMode } from '../kubernetes/connect.js';
-import { openStartSources, type StartedSources } from '../sources/start.js';
+import type { WatchMode } from '../kubernetes/watch-mode.js';
+import type { StartedSources } from '../sources/start.js';
 
 const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
   version: string;
@@ -207,6 +207,7 @@ program
     // Schedule files and the cluster's Schedule resources, combined (runner/sources/).
     let sources: StartedSources;
     try {
+      const { openStartSources } = await import('../sources/start.js');
       sources = await openStartSources({
         ...(path !== undefined ? { path } : {}),
         watchSchedules: o.watchSchedules as WatchMode,

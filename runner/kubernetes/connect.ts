@@ -12,9 +12,9 @@ import { createKubeClient, isK8sError, K8sError, loadKubeConfig, type KubeClient
 import type { Logger } from '../log.js';
 import { API_VERSION, CRD_NAME, KIND } from './resource.js';
 import { ScheduleSource } from './source.js';
+import { watchesSchedules, type WatchMode } from './watch-mode.js';
 
-/** `--watch-schedules`. */
-export type WatchMode = 'auto' | 'on' | 'off';
+export type { WatchMode } from './watch-mode.js';
 
 /** Options of {@link openScheduleSource}. */
 export interface OpenScheduleSourceOptions {
@@ -46,10 +46,9 @@ export interface OpenedScheduleSource {
  * do (no kubeconfig, CRD not installed, list forbidden).
  */
 export async function openScheduleSource(o: OpenScheduleSourceOptions): Promise<OpenedScheduleSource | undefined> {
-  if (o.mode === 'off') return undefined;
   const env = o.env ?? process.env;
-  if (o.mode === 'auto' && !env.KUBERNETES_SERVICE_HOST) {
-    o.log.debug('not in a pod: Schedules from the cluster are not watched (--watch-schedules on to watch them)');
+  if (!watchesSchedules(o.mode, env)) {
+    if (o.mode === 'auto') o.log.debug('not in a pod: Schedules from the cluster are not watched (--watch-schedules on to watch them)');
     return undefined;
   }
   const loaded = loadKubeConfig({

@@ -6,11 +6,9 @@ import type { RunEvent } from '../engine/executor.js';
 import type { Replica } from '../engine/replica.js';
 import type { Logger } from '../log.js';
 import type { PlannedOccurrence } from '../redis/store.js';
-import { openScheduleSource, type WatchMode } from '../kubernetes/connect.js';
-import { EventRecorder } from '../kubernetes/events.js';
-import { KubernetesReporter } from '../kubernetes/reporter.js';
-import { StatusWriter } from '../kubernetes/status-writer.js';
+import type { KubernetesReporter } from '../kubernetes/reporter.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
+import { watchesSchedules, type WatchMode } from '../kubernetes/watch-mode.js';
 import type { Combined } from './combine.js';
 import { ScheduleSources } from './sources.js';
 
@@ -51,7 +49,11 @@ export interface StartedSources {
  * once. Errors: those of opening the Schedule source (no kubeconfig, CRD missing with `on`, list forbidden).
  */
 export async function openStartSources(o: StartSourcesOptions): Promise<StartedSources> {
-  const cluster = await openScheduleSource({
+  // The Kubernetes client is loaded only by replicas that watch Schedules (startup time and memory).
+  const k8s = watchesSchedules(o.watchSchedules)
+    ? await Promise.all([import('../kubernetes/connect.js'), import('../kubernetes/events.js'), import('../kubernetes/reporter.js'), import('../kubernetes/status-writer.js')])
+    : undefined;
+  const cluster = await k8s?.[0].openScheduleSource({
     mode: o.watchSchedules,
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
     ...(o.kubeContext ? { context: o.kubeContext } : {}),
@@ -63,7 +65,8 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
   const sources = new ScheduleSources({ ...(o.path !== undefined ? { path: o.path } : {}), ...(cluster ? { cluster: cluster.source } : {}), log: o.log });
   const first = await sources.compose();
   let reporter: KubernetesReporter | undefined;
-  if (cluster) {
+  if (cluster && k8s) {
+    const [, { EventRecorder }, { KubernetesReporter }, { StatusWriter }] = k8s;
     const source: ScheduleSource = cluster.source;
     const writer = new StatusWriter({ client: cluster.client, cached: (ns, name) => source.object(ns, name), log: o.log });
     const events = new EventRecorder(cluster.client, o.replica, o.log);
