@@ -3,7 +3,8 @@
  * --watch-schedules on`), against the real kube-apiserver and a real Redis:
  * - status fills in (lastScheduleTime, nextFireTime, lastResult, conditions) and the API server's Table (what
  *   `kubectl get schedules` prints) has the printer columns;
- * - one Event per occurrence outcome across the three replicas (Started, Succeeded, Failed, Reclaimed);
+ * - one Event per occurrence outcome across the three replicas (Started, Succeeded, Failed, Skipped, Reclaimed);
+ *   skips of a suspended Schedule are counted in status, without Events;
  * - a spec the CRD accepts but the loader refuses gets `Invalid` with the loader's message and runs nothing;
  * - editing the cron applies from the next due time; deleting the Schedule stops it.
  * Needs dist/ built (`npm run build`).
@@ -183,6 +184,27 @@ describe('Schedules on a flock of three replicas', () => {
     const late = (await flock.runs('edit')).filter((r) => (r.firstStartMs ?? 0) > stoppedAt);
     expect(late).toEqual([]);
     expect(flock.receiver.of('edit').filter((d) => d.receivedMs > stoppedAt)).toEqual([]);
+  });
+
+  it('records skipped occurrences in status and Events: overlap under Forbid (an Event each), spec.suspend (counted, no Event)', async () => {
+    flock.receiver.holdMs.set('overlap', 3000); // a run takes 3 s, one is due every 2 s
+    await kubectlApply(admin, schedule(ns, 'overlap', { cron: '*/2 * * * * *', concurrencyPolicy: 'Forbid', job: http('overlap') }));
+    await kubectlApply(admin, schedule(ns, 'paused', { cron: '*/2 * * * * *', suspend: true, job: http('paused') }));
+    await until(async () => (await flock.runs('overlap')).filter((r) => r.state === 'skipped').length >= 2, 30_000, 'two skipped occurrences');
+    await until(async () => ((await get('paused'))?.status?.last24h?.skipped ?? 0) >= 3, 30_000, 'skips of the suspended Schedule counted');
+    const skipped = (await flock.runs('overlap')).filter((r) => r.state === 'skipped');
+    await until(async () => (await eventsOf('overlap')).filter((e) => e.reason === 'Skipped').length >= skipped.length, 15_000, 'Skipped Events');
+    const ev = await eventsOf('overlap');
+    for (const r of skipped) {
+      const mine = ev.filter((e) => e.occurrence === r.key && e.reason === 'Skipped');
+      expect(mine, r.key).toEqual([expect.objectContaining({ type: 'Normal', note: expect.stringContaining('overlap'), reportingInstance: r.replica })]);
+    }
+    const paused = (await get('paused'))!.status!;
+    expect(paused.conditions!.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'True', reason: 'SpecSuspended' });
+    expect(paused.lastResult).toMatchObject({ state: 'skipped', reason: 'suspended' });
+    expect(await eventsOf('paused')).toEqual([]);
+    expect(flock.receiver.of('paused')).toEqual([]);
+    for (const n of ['overlap', 'paused']) await deleteObject(admin, { apiVersion: API_VERSION, kind: KIND, namespace: ns, name: n });
   });
 
   it('a run whose claimant is killed is re-claimed by another replica, with one Reclaimed Event', async () => {
