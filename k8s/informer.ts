@@ -12,6 +12,7 @@
  *   (1 s doubling to 30 s), from the last resourceVersion.
  * Consumers read the copy ({@link Informer.list}) when {@link InformerOptions.onChange} says it changed.
  */
+import { setTimeout as sleepMs } from 'node:timers/promises';
 import { Watch, type KubernetesObject } from '@kubernetes/client-node';
 import type { KubeClient } from './client.js';
 import { resourcePath } from './discovery.js';
@@ -140,7 +141,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
             this.report(listErr, backoff);
           }
         } else this.report(err, backoff);
-        await sleep(backoff, this.stopping.signal);
+        await sleepMs(backoff, undefined, { signal: this.stopping.signal }).catch(() => undefined); // stop() ends the wait
         backoff = Math.min(backoff * 2, maxBackoff);
         if (this.resourceVersion === '' && !this.stopping.signal.aborted) {
           try {
@@ -234,17 +235,4 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     if (rv) this.resourceVersion = rv;
     this.options.onChange?.({ type, key });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
