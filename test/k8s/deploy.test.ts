@@ -144,6 +144,7 @@ describe('k8s/deploy', () => {
         expect(role.rules).toEqual([
           { apiGroups: ['cronflock.io'], resources: ['schedules'], verbs: ['get', 'list', 'watch'] },
           { apiGroups: ['cronflock.io'], resources: ['schedules/status'], verbs: ['patch'] },
+          { apiGroups: ['cronflock.io'], resources: ['schedules/finalizers'], verbs: ['update'] },
           { apiGroups: [''], resources: ['events'], verbs: ['create'] },
         ]);
         const binding = find(objs(), 'ClusterRoleBinding', 'cronflock-schedules');
