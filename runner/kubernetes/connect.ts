@@ -1,7 +1,8 @@
 /**
  * Whether and how a replica watches the cluster's Schedules (`cronflock start --watch-schedules`):
  * - `auto` (default): only when the replica runs in a pod (in-cluster config: `KUBERNETES_SERVICE_HOST` and the
- *   service-account files) and the API server serves the Schedule kind (the CRD is installed). Outside a pod
+ *   service-account files), the API server serves the Schedule kind (the CRD is installed) and the replica may
+ *   list Schedules (a chart can install the CRD without granting them: then files only, with a warning). Outside a pod
  *   nothing is watched unless asked for: a replica started on a laptop whose kubeconfig points at a production
  *   cluster must not start running that cluster's Schedules.
  * - `on`: the kubeconfig (`--kubeconfig`, `KUBECONFIG`, `~/.kube/config`, else in-cluster); a missing CRD or
@@ -79,6 +80,11 @@ export async function openScheduleSource(o: OpenScheduleSourceOptions): Promise<
     ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
     log: o.log,
   }).catch((e: unknown) => {
+    if (isK8sError(e, 'FORBIDDEN') && o.mode === 'auto') {
+      // The CRD is installed (e.g. by a Helm chart) but this replica was not granted Schedules: run the files.
+      o.log.warn({ err: e.message }, 'may not watch Schedules (see k8s/deploy/base/rbac.yaml): Schedules from the cluster are not watched');
+      return undefined;
+    }
     if (isK8sError(e, 'FORBIDDEN')) {
       throw new K8sError({
         code: 'FORBIDDEN',
@@ -88,6 +94,7 @@ export async function openScheduleSource(o: OpenScheduleSourceOptions): Promise<
     }
     throw e;
   });
+  if (!source) return undefined;
   o.log.info(
     { namespaces: source.namespaces.map((n) => n || '*'), selector: o.labelSelector, server: client.server, schedules: source.objects().length },
     'watching Schedules in the cluster',

@@ -13,6 +13,8 @@ import { parseAllDocuments } from 'yaml';
 import { listAll, type KubeObject } from '../../k8s/index.js';
 import { API_VERSION } from '../../runner/kubernetes/resource.js';
 import type { ScheduleObject } from '../../runner/kubernetes/resource.js';
+import { openScheduleSource } from '../../runner/kubernetes/connect.js';
+import { createLogger } from '../../runner/log.js';
 import { Flock, until } from '../support/flock.js';
 import { ROOT } from '../support/replica.js';
 import { writeKubeconfig } from './control-plane.js';
@@ -48,5 +50,20 @@ describe('Schedule permissions', () => {
     await until(async () => (await get()).status?.lastResult?.state === 'succeeded' && (await get()).status?.nextFireTime !== undefined, 20_000, 'status written by the service account');
     await until(async () => (await listAll<{ reason: string }>(admin, { apiVersion: 'events.k8s.io/v1', kind: 'Event', namespace: ns })).items.some((e) => e.reason === 'Succeeded'), 15_000, 'an Event posted by the service account');
     expect(r.lines.filter((l) => /failed/.test(String(l.msg)) && /Schedule|Event/.test(String(l.msg)))).toEqual([]);
+  });
+
+  it('in a pod (auto), a replica that may not list Schedules runs without them instead of failing; with on it fails', async () => {
+    const admin = clientFor('admin');
+    await installScheduleCrd(admin);
+    const pod = { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
+    const log = createLogger({ replica: 'norbac' });
+    const kubeconfig = controlPlane().users.restricted.kubeconfig; // discovery only, no RBAC for Schedules
+    expect(await openScheduleSource({ mode: 'auto', kubeconfig, namespaces: [], log, env: pod })).toBeUndefined();
+    expect(await openScheduleSource({ mode: 'off', kubeconfig, namespaces: [], log, env: pod })).toBeUndefined();
+    expect(await openScheduleSource({ mode: 'auto', kubeconfig, namespaces: [], log, env: {} })).toBeUndefined(); // not in a pod
+    await expect(openScheduleSource({ mode: 'on', kubeconfig, namespaces: [], log, env: pod })).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+      message: expect.stringContaining('the replica needs list and watch on schedules.cronflock.io'),
+    });
   });
 });
