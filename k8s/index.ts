@@ -13,3 +13,5 @@ export * from './objects.js';
 export * from './list.js';
 export * from './access.js';
 export * from './watch.js';
+export * from './informer.js';
+export * from './structural.js';

@@ -1,7 +1,8 @@
 /**
  * `cronflock`: the command line.
  *
- *   cronflock start <path>       run one replica (REDIS_URL or --redis; else a private redis-server)
+ *   cronflock start [path]       run one replica (REDIS_URL or --redis; else a private redis-server); files
+ *                                and/or the cluster's Schedule resources
  *   cronflock validate <path>    check schedule files; file:line:col errors; exit 1 when any file is refused
  *   cronflock next <path>        upcoming due times, fire times and window ends, in UTC and local time
  *   cronflock status             live replicas, schedules, backlog
@@ -9,6 +10,7 @@
  *   cronflock trigger | backfill | suspend | resume <schedule>
  *   cronflock rbac <path>        the Kubernetes permissions of cleanup schedules
  *   cronflock restore <backup>   restore a backup into a cluster (--dry-run: the plan only)
+ *   cronflock convert [paths]    Kubernetes CronJobs as Schedules
  *
  * Exit codes: 0 done; 1 `validate` refused a file, or an unexpected failure (printed with its stack); 2 bad
  * input or an unusable Redis (the message says what is wrong and what to try); `start` exits 130/143 when a
@@ -21,6 +23,7 @@ import { fireTimeMs } from '../schedule/occurrence.js';
 import { localIso } from '../time/local-time.js';
 import { addControlCommands } from './control-commands.js';
 import { packageVersion } from './package-info.js';
+import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
 import { OptionsError } from '../engine/options.js';
@@ -40,9 +43,10 @@ Environment (a flag given on the command line wins):
   CRONFLOCK_NAMESPACE       --namespace: key namespace of the flock (default cronflock)
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
+  CRONFLOCK_WATCH_SCHEDULES start --watch-schedules: auto (default) | on | off
   CRONFLOCK_LOG_LEVEL       trace | debug | info (default) | warn | error; logs are JSON lines (pipe to pino-pretty)
   CRONFLOCK_DEMO_PORT       npm start: port of the demo's receiver (default 8787; 0: any free port)
-  KUBECONFIG                Kubernetes jobs, rbac and restore: the kubeconfig (default ~/.kube/config, in-cluster)
+  KUBECONFIG                Kubernetes jobs, Schedules, rbac and restore: the kubeconfig (default ~/.kube/config, in-cluster)
 
 Exit codes: 0 done; 1 validate refused a file, or an unexpected failure; 2 bad input or an unusable Redis
 (the message says what to fix); start: 130/143 when a second SIGINT/SIGTERM forces the exit.
@@ -116,6 +120,7 @@ addRunsCommand(program);
 addControlCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
+addConvertCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

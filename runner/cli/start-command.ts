@@ -1,6 +1,7 @@
 /**
- * `cronflock start <path>`: one replica of the flock, with reload on file changes and SIGHUP, and a shutdown
- * that ends whatever Redis does:
+ * `cronflock start [path]`: one replica of the flock on schedule files and/or the cluster's Schedule resources
+ * (runner/sources/), with reload when a file or a Schedule changes and on SIGHUP, and a shutdown that ends
+ * whatever Redis does:
  *
  * - SIGINT or SIGTERM (or, for a replica started with an IPC channel, its parent going away): no new claims;
  *   running runs get `--grace`, then are handed over; the connections close; a private redis-server stops
@@ -12,9 +13,7 @@
  *   stops it after a SIGKILL (server-process.ts).
  */
 import { Option, type Command } from 'commander';
-import { basename, dirname } from 'node:path';
-import { statSync, watch } from 'node:fs';
-import { loadSchedules, type LoadResult } from '../config/load.js';
+import type { LoadResult } from '../config/load.js';
 import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
@@ -25,6 +24,8 @@ import { settlesWithin } from '../time/wait.js';
 import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
 import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
+import type { WatchMode } from '../kubernetes/watch-mode.js';
+import type { StartedSources } from '../sources/start.js';
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 30_000;
@@ -62,39 +63,12 @@ export function reportLoad(res: LoadResult, verbose: boolean): number {
   return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
 }
 
-/**
- * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
- * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
- * seen.
- */
-function watchSchedules(path: string, onChange: () => void): void {
-  let dir = path;
-  let only: string | undefined;
-  try {
-    if (!statSync(path).isDirectory()) {
-      dir = dirname(path);
-      only = basename(path);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    watch(dir, (_event, file) => {
-      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
-      // beside them must not make every replica re-read and re-publish thousands of schedules.
-      const name = file === null ? undefined : String(file);
-      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(onChange, 300);
-    }).unref();
-  } catch {
-    /* a path that cannot be watched still reloads on SIGHUP */
-  }
-}
-
 /** Adds `start` to the program. */
 export function addStartCommand(program: Command): void {
   const c = program
     .command('start')
-    .description('run one replica of the flock on the schedules at <path>')
-    .argument('<path>', 'schedule file or directory');
+    .description('run one replica of the flock on the schedules at [path] and/or the Schedule resources of the cluster')
+    .argument('[path]', 'schedule file or directory (optional when Schedules come from the cluster)');
   addRedisOptions(c, 'Redis URL (without it and REDIS_URL: a private redis-server for this replica only)');
   c.addOption(new Option('--replica <name>', 'name of this replica (default: host-pid-random)').env('CRONFLOCK_REPLICA'))
     .addOption(new Option('--lock <duration>', `claim lease; failover takes about lock + lock/2 (default ${d(DEFAULT_OPTIONS.lockMs)})`).argParser(durationArg))
@@ -118,11 +92,22 @@ export function addStartCommand(program: Command): void {
       ),
     )
     .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
+    .addOption(
+      new Option('--watch-schedules <mode>', 'Schedule resources of the cluster: auto (in a pod, when the CRD is installed), on, off')
+        .choices(['auto', 'on', 'off'])
+        .env('CRONFLOCK_WATCH_SCHEDULES')
+        .default('auto'),
+    )
+    .option('--watch-namespaces <list>', 'comma-separated namespaces whose Schedules run here (default: all it may list)', (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .option('--schedule-selector <labels>', 'only Schedules with these labels, e.g. cronflock.io/flock=a')
+    .option('--kubeconfig <path>', 'kubeconfig for watching Schedules (default: KUBECONFIG, ~/.kube/config, in-cluster)')
+    .option('--kube-context <name>', 'kubeconfig context')
+    .addOption(new Option('--kube-qps <n>', 'requests per second to the API server (status, Events, watches)').argParser(positiveIntArg))
     .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
     .action(start);
 }
 
-async function start(path: string, o: Record<string, unknown> & RedisFlags): Promise<void> {
+async function start(path: string | undefined, o: Record<string, unknown> & RedisFlags): Promise<void> {
   const user: Partial<RunnerOptions> = { namespace: o.namespace };
   if (o.replica) user.replica = o.replica as string;
   const map: [string, keyof RunnerOptions][] = [
@@ -153,12 +138,37 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     throw new CliError((err as Error).message);
   }
   const log = createLogger({ replica: options.replica });
-  const res = await loadSchedules(path);
-  if (reportLoad(res, false) > 0) {
-    for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
-    if (res.schedules.length === 0) throw new CliError(`no valid schedules in ${path}; nothing to run`);
-    log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
+  // Schedule files and the cluster's Schedule resources, combined (runner/sources/).
+  let sources: StartedSources;
+  try {
+    const { openStartSources } = await import('../sources/start.js');
+    sources = await openStartSources({
+      ...(path !== undefined ? { path } : {}),
+      watchSchedules: o.watchSchedules as WatchMode,
+      watchNamespaces: (o.watchNamespaces as string[] | undefined) ?? [],
+      ...pickStrings(o, { kubeconfig: 'kubeconfig', kubeContext: 'kubeContext', scheduleSelector: 'scheduleSelector' }),
+      ...(o.kubeQps !== undefined ? { kubeQps: o.kubeQps as number } : {}),
+      replica: options.replica,
+      log,
+    });
+  } catch (err) {
+    throw new CliError((err as Error).message);
   }
+  const first = sources.first;
+  for (const e of first.fileErrors) {
+    process.stderr.write(`${e.format()}\n`);
+    log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+  }
+  for (const w of first.fileWarnings) process.stderr.write(`warning: ${w.format()}\n`);
+  if (first.runs.length === 0 && !sources.watchingCluster) {
+    throw new CliError(
+      path === undefined
+        ? 'no schedule path, and Schedules from the cluster are not watched (--watch-schedules on); nothing to run'
+        : `no valid schedules in ${path}; nothing to run`,
+    );
+  }
+  if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
+  const schedules = first.runs.map((r) => r.schedule);
 
   // From here on a stop request is honoured at every point: what has been started stops, in reverse order.
   const aborted = new AbortController();
@@ -169,10 +179,10 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     target = await resolveRedis(o.redis, true, log, o);
     if (aborted.signal.aborted) return;
     log.info(
-      { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
-      `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
+      { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
+      `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, signal: aborted.signal, ...sources.hooks });
   })();
 
   let stopping: Promise<void> | undefined;
@@ -188,7 +198,9 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     }, limitMs).unref();
     // A start still waiting on Redis ends at once (aborted); one stuck on a hung Redis is not waited for long.
     await settlesWithin(starting, 5_000);
+    await sources.stopWatching();
     await replica?.stop();
+    await sources.stop(); // the last status and Events of the Schedules
     await target?.private?.cleanup();
     log.info('stopped');
     process.exit(0);
@@ -218,31 +230,14 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   const running = replica;
   log.info('replica running');
 
-  // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
-  // never stops what works; the errors are logged with their positions.
-  let current = res.schedules;
-  let reloading: Promise<void> = Promise.resolve();
-  const reload = (why: string): Promise<void> =>
-    (reloading = reloading
-      .then(async () => {
-        const next = await loadSchedules(path);
-        for (const e of next.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
-        const refused = next.files.filter((f) => !f.ok).map((f) => f.file);
-        const refusedSet = new Set(refused);
-        const names = new Set(next.schedules.map((s) => s.name));
-        const kept = current.filter((s) => refusedSet.has(s.source.file) && !names.has(s.name));
-        const schedules = [...next.schedules, ...kept];
-        if (schedules.length === 0) {
-          log.error({ why }, 'reload found no valid schedules; keeping the running ones');
-          return;
-        }
-        current = schedules;
-        const diff = await running.reload(schedules); // logs 'schedules reloaded' when something changed
-        const changed = diff.added.length + diff.changed.length + diff.removed.length > 0;
-        if (refused.length > 0) log.warn({ why, refused }, `reload: ${refused.length} file(s) refused; their running versions go on`);
-        else if (!changed) log.info({ why }, 'schedule files re-read; nothing changed');
-      })
-      .catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules')));
-  if (o.watch !== false) watchSchedules(path, () => void reload('file changed'));
-  process.on('SIGHUP', () => void reload('SIGHUP'));
+  // Reloads (one at a time) when a file or a Schedule changes, and on SIGHUP; refused definitions keep their
+  // running versions (runner/sources/).
+  sources.started(running, o.watch !== false);
+}
+
+/** The string options of `o` named in `names` (flag key → result key), left out when unset. */
+function pickStrings(o: Record<string, unknown>, names: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [flag, key] of Object.entries(names)) if (typeof o[flag] === 'string') out[key] = o[flag];
+  return out;
 }

@@ -61,7 +61,11 @@ export const jobSchema = z
   unknown
 >;
 
-const scheduleObject = z.strictObject({
+/**
+ * One schedule's fields as written, before the cross-field checks and the compilation of {@link scheduleSchema}
+ * (for generators of other schemas from this one, e.g. the Schedule CRD).
+ */
+export const scheduleObject = z.strictObject({
   name: scheduleNameSchema.describe(
     'Unique name of the schedule across all schedule files: a DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit, at most 63 characters).',
   ),

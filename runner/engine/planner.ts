@@ -33,7 +33,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
-import type { PlannedFinal, PlannedOccurrence, Store } from '../redis/store.js';
+import type { PlannedFinalOccurrence, PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
 import { MinHeap } from './heap.js';
@@ -82,8 +82,8 @@ export class Planner {
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Monotonic time (performance.now(), ms) of the last tick that completed; readiness checks it. */
   lastTickOkAt = 0;
-  /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
-  onFinal: ((o: PlannedFinal & { schedule: string }) => void) | undefined;
+  /** Called with each occurrence this replica recorded missed or skipped when planning (metrics, Schedule status). */
+  onFinal: ((o: PlannedFinalOccurrence) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -323,7 +323,10 @@ export class Planner {
       created += toEnqueue.length + finals.length;
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
-      for (const f of finals) this.onFinal?.({ ...f, schedule: byKey.get(f.key)!.schedule });
+      for (const f of finals) {
+        const o = byKey.get(f.key)!;
+        this.onFinal?.({ ...f, schedule: o.schedule, dueMs: o.dueMs });
+      }
       if (toEnqueue.length > 0) {
         await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
       }

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { MAX_HOST_SKEW_MS, RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
-import { Store } from '../redis/store.js';
+import { Store, type PlannedFinalOccurrence } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
@@ -92,6 +92,8 @@ export class Replica {
     options: RunnerOptions;
     log: Logger;
     onRun?: (e: RunEvent) => void;
+    /** Called with each occurrence this replica's planner recorded missed or skipped. */
+    onPlannedFinal?: (o: PlannedFinalOccurrence) => void;
     /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
     admin?: { host: string; port: number } | null;
     /** Aborting stops a start that is still waiting for Redis. */
@@ -156,7 +158,10 @@ export class Replica {
         if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
         p.onRun?.(e);
       };
-      planner.onFinal = (x) => metrics.onPlannedFinal(x);
+      planner.onFinal = (x) => {
+        metrics.onPlannedFinal(x);
+        p.onPlannedFinal?.(x);
+      };
       executor.setSchedules(p.schedules);
       const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
       replica.metrics = metrics;

@@ -62,6 +62,12 @@ export interface PlannedFinal {
   reason: string;
 }
 
+/** A {@link PlannedFinal} with its occurrence's schedule and due time (UTC ms): what the planner reports. */
+export interface PlannedFinalOccurrence extends PlannedFinal {
+  schedule: string;
+  dueMs: number;
+}
+
 /** Result of {@link Store.claim}; see the claim script for the meaning of each status. */
 export type ClaimResult =
   | {

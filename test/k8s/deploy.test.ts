@@ -7,7 +7,7 @@
  * namespace, where Pod Security admission enforces the "restricted" standard the Namespace asks for.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
@@ -70,7 +70,7 @@ describe('k8s/deploy', () => {
           expect(kinds, k).toContain(k);
         }
         for (const o of objs()) {
-          if (['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!)) continue;
+          if (['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition'].includes(o.kind!)) continue;
           expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(ns());
         }
         const d = find(objs(), 'Deployment', 'cronflock');
@@ -114,7 +114,7 @@ describe('k8s/deploy', () => {
       });
 
       it('grants least privilege: the rules `cronflock rbac` prints for its schedules, no wildcard, bound to its own ServiceAccount', () => {
-        const role = find(objs(), 'ClusterRole');
+        const role = find(objs(), 'ClusterRole', 'cronflock');
         // What `cronflock rbac` says the ConfigMap's schedules need (nothing, for schedules without cleanup jobs).
         const cm = find(objs(), 'ConfigMap');
         const dir = mkdtempSync(path.join(tmpdir(), 'cronflock-rbac-'));
@@ -130,10 +130,26 @@ describe('k8s/deploy', () => {
         for (const rule of role.rules ?? []) {
           for (const k of ['apiGroups', 'resources', 'verbs', 'resourceNames', 'nonResourceURLs']) expect(rule[k] ?? [], k).not.toContain('*');
         }
-        const binding = find(objs(), 'ClusterRoleBinding');
+        const binding = find(objs(), 'ClusterRoleBinding', 'cronflock');
         expect(binding.roleRef.name).toBe(role.metadata.name);
         expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'cronflock', namespace: ns() }]);
         expect(find(objs(), 'Deployment', 'cronflock').spec.template.spec.serviceAccountName).toBe('cronflock');
+      });
+
+      it('installs the Schedule CRD as generated, and lets the replicas watch Schedules, write their status and post Events', () => {
+        const crd = find(objs(), 'CustomResourceDefinition', 'schedules.cronflock.io');
+        const generated = parse(readFileSync(path.join(ROOT, 'k8s/crds/schedules.cronflock.io.yaml'), 'utf8')) as Any;
+        expect(crd.spec).toEqual(generated.spec);
+        const role = find(objs(), 'ClusterRole', 'cronflock-schedules');
+        expect(role.rules).toEqual([
+          { apiGroups: ['cronflock.io'], resources: ['schedules'], verbs: ['get', 'list', 'watch'] },
+          { apiGroups: ['cronflock.io'], resources: ['schedules/status'], verbs: ['patch'] },
+          { apiGroups: ['cronflock.io'], resources: ['schedules/finalizers'], verbs: ['update'] },
+          { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+        ]);
+        const binding = find(objs(), 'ClusterRoleBinding', 'cronflock-schedules');
+        expect(binding.roleRef.name).toBe('cronflock-schedules');
+        expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'cronflock', namespace: ns() }]);
       });
 
       it('lets the replicas reach only DNS, Redis, the API server and their job targets, and only monitoring reach them', () => {

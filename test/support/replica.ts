@@ -25,6 +25,7 @@ export type LogLine = Record<string, unknown> & { msg?: string; replica?: string
 /** Options of a replica process. */
 export interface ReplicaProcessOptions {
   name: string;
+  /** Schedule file or directory; '' for none (Schedules from the cluster only). */
   schedules: string;
   redisUrl: string;
   /** Extra CLI flags, e.g. ['--lock', '1s']. */
@@ -89,7 +90,7 @@ export class ReplicaProcess {
       env.FAKETIME_NO_CACHE = '1';
       env.FAKETIME_DONT_FAKE_MONOTONIC = '1';
     }
-    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
+    const args = [...nodeArgs, BIN, 'start', ...(o.schedules ? [o.schedules] : []), '--redis', o.redisUrl, '--replica', o.name, '--admin', '127.0.0.1:0', ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProcess(o.name, child);

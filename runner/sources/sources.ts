@@ -1,0 +1,117 @@
+/**
+ * Where a replica's schedules come from, and its reloads: schedule files (a path, watched) and the cluster's
+ * Schedule resources (watched), combined by combine.ts into one set that goes to `Replica.reload` whenever
+ * either changes. Reloads run one at a time.
+ */
+import { statSync, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { loadSchedules } from '../config/load.js';
+import type { Replica } from '../engine/replica.js';
+import type { Logger } from '../log.js';
+import type { ScheduleSource } from '../kubernetes/source.js';
+import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
+
+/** Options of {@link ScheduleSources}. */
+export interface ScheduleSourcesOptions {
+  /** A schedule file or directory; undefined: Schedules from the cluster only. */
+  path?: string;
+  /** The cluster's Schedules; undefined: files only. */
+  cluster?: ScheduleSource;
+  log: Logger;
+}
+
+/** The combined sources of one replica; see the module docs. */
+export class ScheduleSources {
+  /** What the replica runs (after the latest successful compose). */
+  running: SourcedSchedule[] = [];
+  /** The latest combination (verdicts of the Schedules, file errors). */
+  latest: Combined | undefined;
+  /** Called after each compose that was applied (initial and reloads): the status reporter listens. */
+  onApplied: ((c: Combined) => void) | undefined;
+  private reloading: Promise<void> = Promise.resolve();
+
+  constructor(readonly options: ScheduleSourcesOptions) {}
+
+  /**
+   * Loads both sources and combines them with what runs now. A file-only replica whose reload finds no valid
+   * schedule at all keeps the running ones (e.g. a ConfigMap mount that is briefly empty); with Schedules from
+   * the cluster an empty set is a real state (every Schedule deleted).
+   */
+  async compose(): Promise<Combined> {
+    const files = this.options.path !== undefined ? await loadSchedules(this.options.path) : undefined;
+    const cluster = this.options.cluster ? await this.options.cluster.load() : [];
+    const c = combineSources({ ...(files ? { files } : {}), cluster, running: this.running });
+    if (!this.options.cluster && c.runs.length === 0 && this.running.length > 0) {
+      this.options.log.error('reload found no valid schedules; keeping the running ones');
+      return { ...c, runs: this.running };
+    }
+    return c;
+  }
+
+  /** Records `c` as what runs (after the replica started or reloaded with it) and tells the listener. */
+  applied(c: Combined): void {
+    this.running = c.runs;
+    this.latest = c;
+    this.onApplied?.(c);
+  }
+
+  /**
+   * Reloads `replica` from both sources (one reload at a time): file errors are logged with their positions;
+   * refused definitions keep their running versions (combine.ts). A failure is logged and changes nothing.
+   */
+  reload(replica: Replica, why: string): Promise<void> {
+    const log = this.options.log;
+    this.reloading = this.reloading
+      .then(async () => {
+        const c = await this.compose();
+        for (const e of c.fileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
+        for (const v of c.cluster) {
+          if (v.state !== 'runs') log.error({ schedule: v.loaded.name, object: `${v.loaded.ref.namespace}/${v.loaded.ref.name}`, generation: v.loaded.generation, state: v.state }, `Schedule refused: ${v.messages.join('; ')}`);
+        }
+        const diff = await replica.reload(c.runs.map((r) => r.schedule)); // logs 'schedules reloaded' when something changed
+        this.applied(c);
+        const changed = diff.added.length + diff.changed.length + diff.removed.length > 0;
+        if (c.refusedFiles.length > 0) log.warn({ why, refused: c.refusedFiles }, `reload: ${c.refusedFiles.length} file(s) refused; their running versions go on`);
+        else if (!changed) log.info({ why }, this.options.cluster ? 'schedule files and Schedules re-read; nothing changed' : 'schedule files re-read; nothing changed');
+      })
+      .catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules'));
+    return this.reloading;
+  }
+
+  /**
+   * Reloads `replica` when a source changes: the cluster's Schedules (always, when watched), the schedule files
+   * (when `watchFiles`), and on SIGHUP.
+   */
+  watch(replica: Replica, watchFiles: boolean): void {
+    if (this.options.cluster) this.options.cluster.onChange = () => void this.reload(replica, 'Schedules changed');
+    if (watchFiles && this.options.path !== undefined) watchScheduleFiles(this.options.path, () => void this.reload(replica, 'file changed'));
+    process.on('SIGHUP', () => void this.reload(replica, 'SIGHUP'));
+  }
+}
+
+/**
+ * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
+ * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
+ * seen.
+ */
+export function watchScheduleFiles(path: string, onChange: () => void): void {
+  let dir = path;
+  let only: string | undefined;
+  try {
+    if (!statSync(path).isDirectory()) {
+      dir = dirname(path);
+      only = basename(path);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    watch(dir, (_event, file) => {
+      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
+      // beside them must not make every replica re-read and re-publish thousands of schedules.
+      const name = file === null ? undefined : String(file);
+      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(onChange, 300);
+    }).unref();
+  } catch {
+    /* a path that cannot be watched still reloads on SIGHUP */
+  }
+}
