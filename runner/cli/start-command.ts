@@ -25,6 +25,12 @@ import { settlesWithin } from '../time/wait.js';
 import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
 import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
+// dashboard
+import { startReplicaExtras } from '../api/replica-extras.js';
+import { DEFAULT_HISTORY_MS, MIN_HISTORY_MS } from '../history/config.js';
+import { LogCapture } from '../history/log-capture.js';
+import { packageVersion } from './package-info.js';
+import { addApiOptions, apiSettings } from './ui-command.js';
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 25_000;
@@ -117,8 +123,13 @@ export function addStartCommand(program: Command): void {
       ),
     )
     .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
-    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
-    .action(start);
+    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'));
+  // ---- dashboard (runner/api/replica-extras.ts) ----
+  c.addOption(new Option('--history <duration>', `how long finished occurrences, their log lines and the audit log are kept (default ${d(DEFAULT_HISTORY_MS)})`).argParser(durationArg))
+    .option('--ui', 'also serve the dashboard and the HTTP API (see cronflock ui)');
+  addApiOptions(c, undefined);
+  // ---- end dashboard ----
+  c.action(start);
 }
 
 async function start(path: string, o: Record<string, unknown> & RedisFlags): Promise<void> {
@@ -151,7 +162,14 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  const log = createLogger({ replica: options.replica });
+  // ---- dashboard: history length, API settings, and the run log lines kept with the history ----
+  const historyMs = (o.history as number | undefined) ?? DEFAULT_HISTORY_MS;
+  if (historyMs < MIN_HISTORY_MS) throw new CliError(`--history must be at least ${d(MIN_HISTORY_MS)} (got ${d(historyMs)})`);
+  const api = o.ui ? apiSettings(o as { listen?: string; apiTokenFile?: string }) : undefined;
+  const capture = new LogCapture();
+  let stopExtras: (() => Promise<void>) | undefined;
+  // ---- end dashboard ----
+  const log = createLogger({ replica: options.replica }, capture);
   const res = await loadSchedules(path);
   if (reportLoad(res, false) > 0) {
     for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
@@ -172,6 +190,7 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
       `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+    stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 
   let stopping: Promise<void> | undefined;
@@ -188,6 +207,7 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     // A start still waiting on Redis ends at once (aborted); one stuck on a hung Redis is not waited for long.
     await settlesWithin(starting, 5_000);
     await replica?.stop();
+    await stopExtras?.(); // dashboard: the last log lines, after the runs were handed over
     await target?.private?.cleanup();
     log.info('stopped');
     process.exit(0);

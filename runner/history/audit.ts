@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { HistoryKeys } from './keys.js';
+import { apiSchemas } from './model.js';
 
 /** Most entries kept (approximately). */
 export const AUDIT_MAX_ENTRIES = 100_000;
@@ -29,7 +30,7 @@ export const auditEntrySchema = z
     reason: z.string().describe('why, as given ("" when none was asked for)'),
     outcome: z.string().describe('what it did, in words (e.g. the occurrence key triggered)'),
   })
-  .meta({ id: 'AuditEntry' });
+  .register(apiSchemas, { id: 'AuditEntry' });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 
 /** What an action records. */

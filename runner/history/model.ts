@@ -5,6 +5,9 @@
  */
 import { z } from 'zod';
 
+/** The named schemas of the HTTP API: each becomes a component of its OpenAPI document (runner/api/openapi.ts). */
+export const apiSchemas = z.registry<{ id: string }>();
+
 /** States of an occurrence (see runner/records/runs.ts): open ones and final ones. */
 export const runStateSchema = z.enum(['scheduled', 'running', 'retrying', 'succeeded', 'failed', 'missed', 'skipped']);
 export type RunStateName = z.infer<typeof runStateSchema>;
@@ -25,7 +28,7 @@ export const attemptSchema = z
     latenessMs: z.number().describe('start minus fire time'),
     why: claimReasonSchema,
   })
-  .meta({ id: 'Attempt' });
+  .register(apiSchemas, { id: 'Attempt' });
 export type Attempt = z.infer<typeof attemptSchema>;
 
 /** One occurrence: from its run record while kept (`--retention`), else from the history (`--history`). */
@@ -49,7 +52,7 @@ export const occurrenceSchema = z
     attempts: z.array(attemptSchema),
     from: z.enum(['record', 'history']).describe('where this view comes from'),
   })
-  .meta({ id: 'Occurrence' });
+  .register(apiSchemas, { id: 'Occurrence' });
 export type OccurrenceView = z.infer<typeof occurrenceSchema>;
 
 /** One log line of an occurrence. */
@@ -61,5 +64,5 @@ export const logLineSchema = z
     msg: z.string(),
     fields: z.record(z.string(), z.unknown()).describe('the line\'s other fields'),
   })
-  .meta({ id: 'LogLine' });
+  .register(apiSchemas, { id: 'LogLine' });
 export type LogLine = z.infer<typeof logLineSchema>;
