@@ -4,6 +4,8 @@
  * beyond where they come from. Published with the schedule's definition, so it stays short (~100 characters).
  */
 
+import { basename } from 'node:path';
+
 /** Most characters of a summary. */
 const MAX = 160;
 
@@ -34,7 +36,7 @@ export function jobSummary(job: Block): string {
       break;
     }
     case 'module':
-      s = `module ${str(job.path)}${job.isolation === 'none' ? ' (in process)' : ''}`;
+      s = `module ${str(job.path) || basename(str(job.file))}${job.isolation === 'none' ? ' (in process)' : ''}`;
       break;
     case 'cleanup':
       s = `cleanup: ${str(job.action) || 'plan'} ${Array.isArray(job.resources) ? job.resources.length : 0} selector(s)${job.dryRun ? ' (dry run)' : ''}`;

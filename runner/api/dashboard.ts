@@ -5,7 +5,7 @@
 import { DEFAULT_OPTIONS } from '../engine/options.js';
 import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { RedisClock } from '../redis/clock.js';
-import { connectCommands, type RedisTlsFiles } from '../redis/connect.js';
+import { connectCommands, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { settlesWithin } from '../time/wait.js';
@@ -15,6 +15,21 @@ import { listen, type ApiServer } from './server.js';
 
 /** Default listen address of the dashboard: this host only. */
 export const DEFAULT_UI_LISTEN = '127.0.0.1:8080';
+
+/**
+ * Resolves when `redis` is connected, or after `ms`: commands fail at once while it is not (no offline queue),
+ * so a new connection gets a moment first.
+ */
+export async function whenReady(redis: RedisClient, ms: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    redis.once('ready', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
 
 /** A started dashboard. */
 export interface Dashboard {
@@ -43,6 +58,7 @@ export async function startDashboard(o: {
   const keys = new Keyspace(o.namespace);
   const redis = connectCommands(o.redisUrl, o.clientName ?? 'cronflock:ui', o.redisTls);
   redis.on('error', () => undefined); // answers say what is wrong; reconnects go on
+  await whenReady(redis, 5_000);
   const lanes = openLanes(redis, keys);
   const clock = new RedisClock(redis, undefined, keys.ns);
   const index = new ScheduleIndex(redis, keys);

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { connectCommands, type RedisTlsFiles } from '../redis/connect.js';
 import { settlesWithin } from '../time/wait.js';
 import type { AccessRules } from './auth.js';
-import { startDashboard, type Dashboard } from './dashboard.js';
+import { startDashboard, whenReady, type Dashboard } from './dashboard.js';
 import { startReplicaInfo } from './replica-info.js';
 
 /**
@@ -34,7 +34,8 @@ export async function startReplicaExtras(
   const name = replica.opts.replica;
   const redis = connectCommands(o.redisUrl, `cronflock:${name}:history`, o.redisTls);
   redis.on('error', () => undefined); // the engine's connections report Redis problems
-  await publishHistoryMs(redis, replica.keys, o.historyMs).catch(() => undefined);
+  await whenReady(redis, 5_000);
+  await publishHistoryMs(redis, replica.keys, o.historyMs).catch((err: Error) => o.log.warn({ err: err.message }, 'could not publish --history; the scripts keep 30 d'));
   o.capture.attach(redis, replica.keys, o.historyMs);
   const stopInfo = startReplicaInfo(redis, replica.keys, {
     name,

@@ -97,7 +97,13 @@ export class ScheduleIndex {
 
   /** Resolves once the first pass is done (starting it and the background passes on the first call). */
   ready(): Promise<void> {
-    this.first ??= this.refresh().then(() => this.schedule());
+    this.first ??= this.refresh().then(
+      () => this.schedule(),
+      (err: unknown) => {
+        this.first = undefined; // the next request tries again (Redis was away)
+        throw err;
+      },
+    );
     return this.first;
   }
 

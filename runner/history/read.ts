@@ -61,7 +61,10 @@ export async function readOccurrence(redis: RedisClient, keys: Keyspace, key: st
   const fromHistory = (await entriesAt(redis, hk, parsed.schedule, parsed.dueMs)).find((v) => v.key === key) ?? null;
   if (!rec) return fromHistory;
   const v = fromRecord(rec, attempts);
-  if (fromHistory && v.attempts.length === 0) v.attempts = fromHistory.attempts;
+  if (fromHistory && v.attempts.length === 0 && fromHistory.attempts.length > 0) {
+    v.attempts = fromHistory.attempts;
+    delete v.replica; // named only for an occurrence closed without a run
+  }
   return v;
 }
 
