@@ -100,7 +100,7 @@ export function schedulesTable(t: TableQuery, page: { items: ScheduleSummary[]; 
 export function schedulePage(
   s: ScheduleSummary & { upcoming: { dueMs: number; fireMs: number; windowEndMs: number }[]; running: string[]; startingDeadlineMs: number | null; timeoutMs: number | null },
   occ: { items: OccurrenceView[]; truncated: boolean; fromMs: number; toMs: number },
-  range: '24h' | '7d',
+  range: '1h' | '24h' | '7d',
   nowMs: number,
 ): Html {
   const started = occ.items.filter((o) => o.latenessMs !== undefined && o.startMs !== undefined);
@@ -136,7 +136,7 @@ ${card('running now', s.running.length ? html`${s.running.map((k) => html`<div>$
 <span id="actions-why" class="small muted"></span>
 </div>
 <div id="status" role="status"></div>
-<h2>Timeline <span class="small"><a href="/schedules/${name}?range=24h">24 h</a> · <a href="/schedules/${name}?range=7d">7 d</a></span> <span class="small muted">(${range}; ${occ.items.length} occurrence(s)${occ.truncated ? ', the newest only' : ''})</span></h2>
+<h2>Timeline <span class="small"><a href="/schedules/${name}?range=1h">1 h</a> · <a href="/schedules/${name}?range=24h">24 h</a> · <a href="/schedules/${name}?range=7d">7 d</a></span> <span class="small muted">(${range}; ${occ.items.length} occurrence(s)${occ.truncated ? ', the newest only' : ''})</span></h2>
 <div class="legend"><span>▭ jitter window</span><span>│ fire time</span><span>● start, by final state</span><span>◆ re-claim</span></div>
 ${timelineSvg(occ.items, occ.fromMs, occ.toMs, s.jitterMs, nowMs)}
 <h2>Lateness (start − fire time) <span class="small muted">p50 ${p50 === null ? '—' : dur(p50)} · p99 ${p99 === null ? '—' : dur(p99)} over ${late.length} start(s)</span></h2>

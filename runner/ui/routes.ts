@@ -65,9 +65,9 @@ export function mountUi(app: AnyHono, d: ApiDeps): void {
     const row = d.index.get(c.req.param('name'));
     if (!row) return c.html(errorPage('Not found', `No published schedule named "${c.req.param('name')}".`), 404);
     const now = d.index.nowMs();
-    const range = c.req.query('range') === '7d' ? '7d' : '24h';
-    const toMs = Math.ceil(now) + row.def.jitterMs + 60_000;
-    const fromMs = toMs - (range === '7d' ? 7 : 1) * 86_400_000;
+    const range = (['1h', '7d'] as const).find((r) => r === c.req.query('range')) ?? '24h';
+    const toMs = Math.ceil(now) + row.def.jitterMs + (range === '1h' ? 5_000 : 60_000);
+    const fromMs = toMs - { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 }[range];
     const [[counts], occ, running] = await Promise.all([
       counts24h(d.redis, d.keys, [row.name], now),
       readOccurrences(d.redis, d.keys, row.name, fromMs, toMs, 2000),

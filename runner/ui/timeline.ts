@@ -26,7 +26,7 @@ export function timelineSvg(items: readonly OccurrenceView[], fromMs: number, to
   const ticks: string[] = [];
   for (let i = 0; i <= 6; i++) {
     const t = fromMs + (span * i) / 6;
-    ticks.push(`<line class="grid" x1="${x(t)}" x2="${x(t)}" y1="10" y2="${H - 20}"/><text class="axis" x="${x(t)}" y="${H - 6}" text-anchor="middle">${span > 2 * 86400000 ? utc(t).slice(5, 16) : utc(t).slice(11, 16)}</text>`);
+    ticks.push(`<line class="grid" x1="${x(t)}" x2="${x(t)}" y1="10" y2="${H - 20}"/><text class="axis" x="${x(t)}" y="${H - 6}" text-anchor="middle">${span > 2 * 86400000 ? utc(t).slice(5, 16) : span > 600_000 ? utc(t).slice(11, 16) : utc(t).slice(11, 19)}</text>`);
   }
   const marks: string[] = [];
   for (const o of items) {

@@ -5,6 +5,8 @@
  * changes; operator → done once, in the audit log with its reason), a run killed mid-way shown with both claims
  * and its log lines, and no secret in any answer.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { startDashboard, type Dashboard } from '../../runner/api/dashboard.js';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { HistoryKeys } from '../../runner/history/keys.js';
 import type { Flock } from '../support/flock.js';
+import { BIN, ROOT } from '../support/replica.js';
 import { until } from '../support/flock.js';
 import { FILLERS, OPERATOR_TOKEN, SECRETS, startDashboardFlock, VIEWER_TOKEN } from '../support/dashboard-flock.js';
 
@@ -94,7 +97,6 @@ describe('dashboard API', () => {
     const attention = await get(open, '/api/v1/schedules?sort=attention&limit=1');
     expect(attention.body.items[0].name).toBe('fail-job');
     const ok = await get(open, '/api/v1/schedules/ok-job');
-    if (!(ok.body.counts24h.succeeded > 0)) console.log('DBG ok', JSON.stringify(ok.body), JSON.stringify(await flock.redisClient.hgetall('{cronflock}:cnt:ok-job')));
     expect(ok.body.counts24h.succeeded).toBeGreaterThan(0);
     expect(ok.body.upcoming[0].fireMs).toBeGreaterThanOrEqual(ok.body.upcoming[0].dueMs);
     expect(ok.body.upcoming[0].fireMs).toBeLessThan(ok.body.upcoming[0].windowEndMs);
@@ -133,7 +135,7 @@ describe('dashboard API', () => {
   it('shows a run killed mid-way with both claims (replicas, fencing tokens 1 and 2) and the log lines of both attempts', async () => {
     const key = (await flock.redisClient.zrange(keys.runs('talk-job'), 0, -1)).find((k) => k.endsWith('~manual'))!;
     const path = `/api/v1/occurrences/${encodeURIComponent(key)}`;
-    await until(async () => (await get(open, path)).body?.state === 'running', 20_000, 'talk-job running').catch(async (e) => { console.log('DBG talk', key, (await get(open, path)).text, flock.replicas.map((r) => r.lines.filter((l) => String(l.occurrence ?? '').startsWith('talk')).map((l) => l.msg + ' ' + (l.error ?? '')))); throw e; });
+    await until(async () => (await get(open, path)).body?.state === 'running', 20_000, 'talk-job running');
     await new Promise((r) => setTimeout(r, 1_500)); // its first log lines reach Redis (flushed every second)
     const claimant = (await get(open, path)).body.attempts[0].replica as string;
     flock.replicas.find((r) => r.name === claimant)!.signal('SIGKILL');
@@ -164,6 +166,16 @@ describe('dashboard API', () => {
     expect(audit.map((e: { action: string; reason: string }) => [e.action, e.reason])).toEqual([['resume', 'migration done'], ['suspend', 'db migration']]);
     const dry = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2020-01-01T00:00:00Z', to: '2023-01-01T00:00:00Z', dryRun: true }, bearer(OPERATOR_TOKEN));
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
+  });
+
+  it('records the command line\'s actions in the same audit log, and `cronflock audit` prints it', async () => {
+    const cli = (...args: string[]) => execFileSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' });
+    cli('suspend', 'filler-07', '--note', 'disk full on the target');
+    cli('resume', 'filler-07', '--reason', 'disk cleaned');
+    const entries = JSON.parse(cli('audit', '--schedule', 'filler-07', '--json')) as { action: string; via: string; reason: string; who: string }[];
+    expect(entries.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', 'disk cleaned'], ['suspend', 'cli', 'disk full on the target']]);
+    expect(entries[0]!.who).toMatch(/@/);
+    expect(cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
   });
 
   it('serves its OpenAPI 3.1 document, the flock, and no secret in any answer', async () => {
