@@ -72,6 +72,23 @@ export function upcomingOf(row: ScheduleRow, nowMs: number, n: number): { dueMs:
   return out;
 }
 
+/** A row's health at Redis time `nowMs` (runner/records/health.ts). */
+function healthAt(row: ScheduleRow, nowMs: number): ScheduleHealth {
+  if (!row.due) return NO_HEALTH;
+  return scheduleHealth(
+    {
+      name: row.name,
+      due: row.due,
+      jitterMs: row.def.jitterMs,
+      graceMs: overdueGraceMs({ timeoutMs: row.def.timeoutMs ?? null }),
+      lastSuccessMs: row.lastSuccessMs,
+      sinceMs: row.def.loadedAtMs,
+      suspended: row.suspension !== undefined || row.def.suspend === true,
+    },
+    nowMs,
+  );
+}
+
 /** The in-memory index; see the module doc. */
 export class ScheduleIndex {
   private byName = new Map<string, ScheduleRow>();
@@ -115,6 +132,15 @@ export class ScheduleIndex {
   /** Every row, sorted by name. */
   rows(): ScheduleRow[] {
     return this.sortedNames.map((n) => this.byName.get(n)!);
+  }
+
+  /**
+   * `row` with its health brought to now when its next fire time has passed since the last pass (a page shows at
+   * most a hundred rows: cheap), so that a list never shows a next fire time in the past.
+   */
+  current(row: ScheduleRow): ScheduleRow {
+    const now = this.nowMs();
+    return row.health.nextFireMs !== null && row.health.nextFireMs <= now ? { ...row, health: healthAt(row, now) } : row;
   }
 
   get(name: string): ScheduleRow | undefined {
@@ -188,20 +214,7 @@ export class ScheduleIndex {
         const bar = l.indexOf('|');
         row.last = unpackEntry(row.name, Number(l.slice(0, bar)), l.slice(bar + 1)) ?? undefined;
       } else row.last = undefined;
-      row.health = row.due
-        ? scheduleHealth(
-            {
-              name: row.name,
-              due: row.due,
-              jitterMs: row.def.jitterMs,
-              graceMs: overdueGraceMs({ timeoutMs: row.def.timeoutMs ?? null }),
-              lastSuccessMs: row.lastSuccessMs,
-              sinceMs: row.def.loadedAtMs,
-              suspended: row.suspension !== undefined || row.def.suspend === true,
-            },
-            now,
-          )
-        : NO_HEALTH;
+      row.health = healthAt(row, now);
     }
     this.version++;
     this.lastError = undefined;

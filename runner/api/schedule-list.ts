@@ -118,7 +118,7 @@ export async function listSchedules(
   if (more) page.pop();
   const counts = await counts24h(redis, keys, page.map((p) => p.row.name), index.nowMs());
   return {
-    items: page.map((p, i) => summarize(p.row, counts[i]!)),
+    items: page.map((p, i) => summarize(index.current(p.row), counts[i]!)),
     next: more ? encode(q.sort, page[page.length - 1]!.key) : null,
     total,
   };

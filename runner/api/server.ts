@@ -137,7 +137,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const [counts] = await counts24h(d.redis, d.keys, [row.name], now);
     const upcoming = upcomingOf(row, now, 5);
     const running = await d.redis.zrange(d.keys.active(row.name), 0, -1);
-    const s: ScheduleSummary = summarize(row, counts!);
+    const s: ScheduleSummary = summarize(d.index.current(row), counts!);
     return c.json({
       ...s,
       startingDeadlineMs: row.def.startingDeadlineMs,

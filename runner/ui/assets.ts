@@ -141,6 +141,13 @@ const APP_JS = `
     });
   });
 
+  // A new search, filter or sort starts at the first page.
+  document.querySelectorAll('.toolbar input:not([type=hidden]), .toolbar select').forEach(function (el) {
+    ['input', 'change'].forEach(function (ev) {
+      el.addEventListener(ev, function () { var c = $('.toolbar input[name=cursor]'); if (c) c.value = ''; });
+    });
+  });
+
   var data = $('#lateness-data');
   var plot = $('#lateness');
   if (data && plot && window.uPlot) {

@@ -70,9 +70,10 @@ export function schedulesPage(t: TableQuery, table: Html): Html {
 <label><input type="checkbox" name="failing" value="true" ${t.failing ? raw('checked') : ''}> failing</label>
 <label><input type="checkbox" name="suspended" value="true" ${t.suspended ? raw('checked') : ''}> suspended</label>
 <label>sort <select name="sort">${(['attention', 'name', 'next', 'last'] as const).map((s) => html`<option value="${s}" ${t.sort === s ? raw('selected') : ''}>${{ attention: 'overdue and failing first', name: 'name', next: 'next fire time', last: 'latest result' }[s]}</option>`)}</select></label>
+<input type="hidden" name="cursor" value="${t.cursor ?? ''}">
 <noscript><button type="submit">Apply</button></noscript>
 </form>
-<div id="table" hx-get="/ui/schedules-table?${tableQueryString(t)}" hx-trigger="every 5s" hx-swap="innerHTML">${table}</div>`,
+<div id="table" hx-get="/ui/schedules-table" hx-include=".toolbar" hx-trigger="every 5s" hx-swap="innerHTML">${table}</div>`,
   );
 }
 

@@ -74,7 +74,7 @@ export function mountUi(app: AnyHono, d: ApiDeps): void {
       d.redis.zrange(d.keys.active(row.name), 0, -1),
     ]);
     const upcoming = upcomingOf(row, now, 5);
-    const s = { ...summarize(row, counts!), upcoming, running, startingDeadlineMs: row.def.startingDeadlineMs, timeoutMs: row.def.timeoutMs ?? null };
+    const s = { ...summarize(d.index.current(row), counts!), upcoming, running, startingDeadlineMs: row.def.startingDeadlineMs, timeoutMs: row.def.timeoutMs ?? null };
     return c.html(schedulePage(s, { ...occ, fromMs, toMs }, range, now));
   });
 
