@@ -29,6 +29,9 @@ describe('token file', () => {
     expect(rules.readsNeedToken).toBe(true);
     expect(identify(rules, 'Bearer alice-token-0123456789')).toEqual({ role: 'operator', name: 'alice' });
     expect(identify(rules, 'bearer viewer-token-0123456789')).toEqual({ role: 'viewer', name: 'grafana' });
+    // One line of JSON is a document, not a token.
+    const json = loadTokenFile(file('one.json', '{"tokens": [{"name": "ci", "role": "operator", "token": "ci-token-0123456789abc"}]}\n'));
+    expect(identify(json, 'Bearer ci-token-0123456789abc')).toEqual({ role: 'operator', name: 'ci' });
   });
 
   it('refuses a bad file whole, naming the field and the fix', () => {
