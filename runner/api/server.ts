@@ -64,6 +64,15 @@ export class ApiError extends Error {
 
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
 
+/** The host of an `Origin` header; null for `null` or anything unparsable (counted as another site). */
+function hostOf(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
 /** Parses an ISO time or UTC ms; undefined when absent. @throws ApiError 400. */
 export function timeParam(name: string, v: string | undefined): number | undefined {
   if (v === undefined || v === '') return undefined;
@@ -187,7 +196,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
     const host = c.req.header('host');
-    if ((site && site !== 'same-origin' && site !== 'none') || (origin && host && new URL(origin).host !== host)) {
+    if ((site && site !== 'same-origin' && site !== 'none') || (origin && host && hostOf(origin) !== host)) {
       throw new ApiError(403, 'CROSS_ORIGIN', 'actions are accepted only from this dashboard (same origin) or from clients that send no Origin');
     }
     if (!d.rules.actions) throw new ApiError(403, 'ACTIONS_OFF', 'actions are off: start the API with --api-token-file to enable them');

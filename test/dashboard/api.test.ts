@@ -118,6 +118,7 @@ describe('dashboard API', () => {
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, bearer(VIEWER_TOKEN))).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'http://evil.example' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'null' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/suspend', {}, bearer(OPERATOR_TOKEN))).status).toBe(400); // no reason
     expect(await runs()).toEqual(before.runs);
     expect(await audit()).toBe(before.audit);
