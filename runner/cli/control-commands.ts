@@ -23,8 +23,21 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { settlesWithin } from '../time/wait.js';
 import { addRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { recordAudit, type AuditAction } from '../history/audit.js';
+import { userInfo } from 'node:os';
 
-type Flags = RedisFlags & { json?: boolean };
+/** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as `user@host`. */
+async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    /* no user name (a container without passwd entry) */
+  }
+  await recordAudit(c.redis, c.keys, { who: `${user}@${hostname()}`, via: 'cli', action, schedule, reason: reason ?? '', outcome });
+}
+
+type Flags = RedisFlags & { json?: boolean; reason?: string };
 
 /** Connects, runs `fn` with a control context, and turns refusals and Redis errors into CLI errors. */
 function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promise<T> {
@@ -52,7 +65,7 @@ function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promis
 }
 
 function common(c: Command): Command {
-  addRedisOptions(c).option('--json', 'print JSON');
+  addRedisOptions(c).option('--json', 'print JSON').option('--reason <text>', 'why (kept in the audit log: cronflock audit)');
   return c;
 }
 
@@ -68,7 +81,11 @@ export function addControlCommands(program: Command): void {
       .description('run a schedule now, as a manual occurrence (the concurrency policy applies)')
       .argument('<schedule>', 'schedule name'),
   ).action(async (schedule: string, o: Flags) => {
-    const key = await withControl(o, (c) => trigger(c, schedule));
+    const key = await withControl(o, async (c) => {
+      const k = await trigger(c, schedule);
+      await audit(c, 'trigger', schedule, o.reason, `triggered ${k}`);
+      return k;
+    });
     print(o, { occurrence: key }, `triggered ${key}`);
   });
 
@@ -91,7 +108,11 @@ export function addControlCommands(program: Command): void {
       if (o.from !== undefined || o.to !== undefined || o.dryRun || o.yes || o.max !== undefined) {
         throw new CliError('--cancel takes only the schedule name: it cancels every backfill occurrence of it that has not started');
       }
-      const r = await withControl(o, (c) => cancelBackfill(c, schedule));
+      const r = await withControl(o, async (c) => {
+        const x = await cancelBackfill(c, schedule);
+        if (x.cancelled > 0) await audit(c, 'backfill-cancel', schedule, o.reason, `cancelled ${x.cancelled} backfill occurrence(s)`);
+        return x;
+      });
       print(o, r, `cancelled ${r.cancelled} backfill occurrence(s) of ${schedule} (recorded skipped: ${BACKFILL_CANCELLED}); ${r.started} already started and finish`);
       return;
     }
@@ -99,7 +120,11 @@ export function addControlCommands(program: Command): void {
       throw new CliError('backfill needs --from and --to (ISO 8601 times, e.g. --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z), or --cancel');
     }
     const { from, to } = o;
-    const r = await withControl(o, (c) => backfill(c, schedule, from, to, { dryRun: o.dryRun, yes: o.yes, max: o.max }));
+    const r = await withControl(o, async (c) => {
+      const x = await backfill(c, schedule, from, to, { dryRun: o.dryRun, yes: o.yes, max: o.max });
+      if (!x.dryRun && x.count > 0) await audit(c, 'backfill', schedule, o.reason, `enqueued ${x.count} occurrence(s), due ${x.firstDueAt} to ${x.lastDueAt}`);
+      return x;
+    });
     const due = r.count > 0 ? `, due ${r.firstDueAt} to ${r.lastDueAt}` : '';
     const text = r.dryRun
       ? `would backfill ${r.count} occurrence(s) of ${schedule}${due}; ${r.existing.length} already have a record; nothing was written`
@@ -112,9 +137,14 @@ export function addControlCommands(program: Command): void {
       .command('suspend')
       .description('suspend a schedule on every replica: its occurrences are recorded skipped until resume')
       .argument('<schedule>', 'schedule name')
-      .option('--note <text>', 'why (shown by `cronflock status`)'),
+      .option('--note <text>', 'why (shown by `cronflock status` and kept in the audit log; --reason says the same)'),
   ).action(async (schedule: string, o: Flags & { note?: string }) => {
-    const s = await withControl(o, (c) => suspend(c, schedule, o.note));
+    const note = o.note ?? o.reason;
+    const s = await withControl(o, async (c) => {
+      const x = await suspend(c, schedule, note);
+      if (!x.alreadySuspended) await audit(c, 'suspend', schedule, note, `suspended ${schedule}`);
+      return x;
+    });
     const since = `since ${new Date(s.sinceMs).toISOString()} by ${s.by}${s.note ? `: ${s.note}` : ''}`;
     const backfill = s.backfillWaiting
       ? `; its ${s.backfillWaiting} backfill occurrence(s) wait until resume (backfill ${schedule} --cancel drops them)`
@@ -132,7 +162,11 @@ export function addControlCommands(program: Command): void {
       .description('resume a suspended schedule (onResume: latest runs the latest missed occurrence once)')
       .argument('<schedule>', 'schedule name'),
   ).action(async (schedule: string, o: Flags) => {
-    const r = await withControl(o, (c) => resume(c, schedule));
+    const r = await withControl(o, async (c) => {
+      const x = await resume(c, schedule);
+      if (x.wasSuspended) await audit(c, 'resume', schedule, o.reason, `resumed ${schedule}${x.ran ? `; running ${x.ran}` : ''}`);
+      return x;
+    });
     const backfill = r.backfillWaiting ? `; ${r.backfillWaiting} backfill occurrence(s) go on` : '';
     const text = !r.wasSuspended
       ? `${schedule} was not suspended`

@@ -11,6 +11,8 @@
  *   cronflock rbac <path>        the Kubernetes permissions of cleanup schedules
  *   cronflock restore <backup>   restore a backup into a cluster (--dry-run: the plan only)
  *   cronflock convert [paths]    Kubernetes CronJobs as Schedules
+ *   cronflock ui                 the dashboard and the HTTP API of a flock (read-only without --api-token-file)
+ *   cronflock audit              the audit log: who triggered, suspended, resumed or backfilled what, and why
  *
  * Exit codes: 0 done; 1 `validate` refused a file, or an unexpected failure (printed with its stack); 2 bad
  * input or an unusable Redis (the message says what is wrong and what to try); `start` exits 130/143 when a
@@ -31,6 +33,8 @@ import { CliError } from './redis-target.js';
 import { addRunsCommand } from './runs-command.js';
 import { addStartCommand, flagNames, reportLoad } from './start-command.js';
 import { addStatusCommand } from './status-command.js';
+import { addUiCommand } from './ui-command.js';
+import { addAuditCommand } from './audit-command.js';
 import { iso, table } from './text.js';
 
 /** Exit code of bad input: a usage error, a bad value, a refused URL (see the module doc). */
@@ -46,6 +50,8 @@ Environment (a flag given on the command line wins):
   CRONFLOCK_WATCH_SCHEDULES start --watch-schedules: auto (default) | on | off
   CRONFLOCK_LOG_LEVEL       trace | debug | info (default) | warn | error; logs are JSON lines (pipe to pino-pretty)
   CRONFLOCK_DEMO_PORT       npm start: port of the demo's receiver (default 8787; 0: any free port)
+  CRONFLOCK_UI_LISTEN       ui, start --ui: --listen, where the dashboard and API listen (default 127.0.0.1:8080)
+  CRONFLOCK_API_TOKEN_FILE  ui, start --ui: --api-token-file, the bearer tokens that allow actions
   KUBECONFIG                Kubernetes jobs, Schedules, rbac and restore: the kubeconfig (default ~/.kube/config, in-cluster)
 
 Exit codes: 0 done; 1 validate refused a file, or an unexpected failure; 2 bad input or an unusable Redis
@@ -121,6 +127,8 @@ addControlCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
 addConvertCommand(program);
+addUiCommand(program);
+addAuditCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

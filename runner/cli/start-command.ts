@@ -26,6 +26,12 @@ import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTar
 import { onStopSignals, signalExitCode } from './stop-signals.js';
 import type { WatchMode } from '../kubernetes/watch-mode.js';
 import type { StartedSources } from '../sources/start.js';
+// dashboard
+import { startReplicaExtras } from '../api/replica-extras.js';
+import { DEFAULT_HISTORY_MS, MIN_HISTORY_MS } from '../history/config.js';
+import { LogCapture } from '../history/log-capture.js';
+import { packageVersion } from './package-info.js';
+import { addApiOptions, apiSettings } from './ui-command.js';
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 30_000;
@@ -103,8 +109,13 @@ export function addStartCommand(program: Command): void {
     .option('--kubeconfig <path>', 'kubeconfig for watching Schedules (default: KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--kube-context <name>', 'kubeconfig context')
     .addOption(new Option('--kube-qps <n>', 'requests per second to the API server (status, Events, watches)').argParser(positiveIntArg))
-    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
-    .action(start);
+    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'));
+  // ---- dashboard (runner/api/replica-extras.ts) ----
+  c.addOption(new Option('--history <duration>', `how long finished occurrences, their log lines and the audit log are kept (default ${d(DEFAULT_HISTORY_MS)})`).argParser(durationArg))
+    .option('--ui', 'also serve the dashboard and the HTTP API (see cronflock ui)');
+  addApiOptions(c, undefined);
+  // ---- end dashboard ----
+  c.action(start);
 }
 
 async function start(path: string | undefined, o: Record<string, unknown> & RedisFlags): Promise<void> {
@@ -137,7 +148,14 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  const log = createLogger({ replica: options.replica });
+  // ---- dashboard: history length, API settings, and the run log lines kept with the history ----
+  const historyMs = (o.history as number | undefined) ?? DEFAULT_HISTORY_MS;
+  if (historyMs < MIN_HISTORY_MS) throw new CliError(`--history must be at least ${d(MIN_HISTORY_MS)} (got ${d(historyMs)})`);
+  const api = o.ui ? apiSettings(o as { listen?: string; apiTokenFile?: string }) : undefined;
+  const capture = new LogCapture();
+  let stopExtras: (() => Promise<void>) | undefined;
+  // ---- end dashboard ----
+  const log = createLogger({ replica: options.replica }, capture);
   // Schedule files and the cluster's Schedule resources, combined (runner/sources/).
   let sources: StartedSources;
   try {
@@ -183,6 +201,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, signal: aborted.signal, ...sources.hooks });
+    stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 
   let stopping: Promise<void> | undefined;
@@ -201,6 +220,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     await sources.stopWatching();
     await replica?.stop();
     await sources.stop(); // the last status and Events of the Schedules
+    await stopExtras?.(); // dashboard: the last log lines, after the runs were handed over
     await target?.private?.cleanup();
     log.info('stopped');
     process.exit(0);

@@ -140,6 +140,7 @@ async function run(redisUrl: string, count: number): Promise<void> {
   console.log(
     `started ${count} replicas (pids ${running.children.map((c) => c.pid).join(', ')}); try: kill -9 <one of them> and watch its runs move. Ctrl-C stops.`,
   );
+  console.log(`dashboard: node bin/cronflock.js ui --redis ${redisUrl}   (then open http://127.0.0.1:8080/)`);
 }
 
 const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;

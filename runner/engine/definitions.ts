@@ -17,6 +17,7 @@
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { jobSummary } from '../../jobs/summary.js';
 import type { EngineSchedule } from './schedule.js';
 import { outboxOn } from '../notify/events.js';
 
@@ -38,6 +39,22 @@ export interface PublishedDefinition {
    * definition makes "the definition loaded last wins" hold for notifications too.
    */
   outboxOn?: string;
+  // ---- for people (the dashboard and API; runner/api/): not part of the rule above ----
+  /** Where it is defined: `file:line`, or `Schedule <namespace>/<name>` for a Schedule resource. */
+  source?: string;
+  /** The job kind, and a one-line summary of the job with its secrets left out (jobs/summary.ts). */
+  jobKind?: string;
+  job?: string;
+  /** The schedule's timeout (ms; null: none) and whether its file suspends it: the overdue rule needs them. */
+  timeoutMs?: number | null;
+  suspend?: boolean;
+}
+
+/** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
+function sourceOf(s: EngineSchedule): string | undefined {
+  const src = (s as { source?: { file: string; line?: number } | string }).source;
+  if (typeof src === 'string') return src;
+  return src ? `${src.file}${src.line ? `:${src.line}` : ''}` : undefined;
 }
 
 /**
@@ -148,6 +165,11 @@ export class Definitions {
         definitionHash: s.definitionHash ?? '',
         replica: this.replica,
         ...(on ? { outboxOn: on } : {}),
+        source: sourceOf(s),
+        jobKind: s.job.kind,
+        job: jobSummary(s.job as { kind: string } & Record<string, unknown>),
+        timeoutMs: s.timeoutMs,
+        suspend: s.suspend,
       };
       args.push(s.name, JSON.stringify(def));
       if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);

@@ -30,6 +30,7 @@ describe('occurrenceKey / parseOccurrenceKey', () => {
   it('round-trips, also for names that contain @', () => {
     for (const [name, due] of [['a', 0], ['team@backup', Date.UTC(2030, 5, 15, 12, 30, 45)], ['x-y_z', Date.UTC(1999, 11, 31, 23, 59, 59)]] as const) {
       expect(parseOccurrenceKey(occurrenceKey(name, due))).toEqual({ schedule: name, dueMs: due });
+      expect(parseOccurrenceKey(occurrenceKey(name, due, 'manual'))).toEqual({ schedule: name, dueMs: due });
     }
   });
 

@@ -17,11 +17,12 @@ export function occurrenceKey(schedule: string, dueMs: number, tag?: string): st
   return `${schedule}@${new Date(dueMs).toISOString()}${tag ? `~${tag}` : ''}`;
 }
 
-/** Splits an occurrence key back into schedule name and due time (UTC ms); null when it is not one. */
+/** Splits an occurrence key (tagged or not) back into schedule name and due time (UTC ms); null when it is not one. */
 export function parseOccurrenceKey(key: string): { schedule: string; dueMs: number } | null {
   const at = key.lastIndexOf('@');
   if (at <= 0) return null;
-  const dueMs = Date.parse(key.slice(at + 1));
+  const tag = key.indexOf('~', at);
+  const dueMs = Date.parse(key.slice(at + 1, tag < 0 ? undefined : tag));
   return Number.isFinite(dueMs) ? { schedule: key.slice(0, at), dueMs } : null;
 }
 

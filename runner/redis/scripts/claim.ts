@@ -114,8 +114,8 @@ if #others > 0 then
       if tonumber(rcall('HGET', occPrefix .. other, 'dueMs') or '0') > dueMs then
         if started then
           local why = 'replaced by ' .. other .. ' (concurrencyPolicy Replace)'
-          finalize(occKey, 'failed', 'replaced', retentionMs, KEYS[2], key)
           rcall('HSET', occKey, 'error', why)
+          finalize(occKey, 'failed', 'replaced', retentionMs, KEYS[2], key)
           return {'failed', 'replaced', why}
         end
         local why = 'superseded: newer ' .. other .. ' is running (concurrencyPolicy Replace)'
@@ -129,8 +129,8 @@ if #others > 0 then
     for _, other in ipairs(others) do
       local otherKey = occPrefix .. other
       if rcall('HGET', otherKey, 'state') == 'retrying' then
-        finalize(otherKey, 'failed', 'replaced', retentionMs, KEYS[2], other)
         rcall('HSET', otherKey, 'error', 'replaced by ' .. key .. ' (concurrencyPolicy Replace)')
+        finalize(otherKey, 'failed', 'replaced', retentionMs, KEYS[2], other)
         local o = rcall('HMGET', otherKey, 'dueMs', 'fireMs')
         replaced[#replaced + 1] = other; replaced[#replaced + 1] = o[1]; replaced[#replaced + 1] = o[2]
       else
@@ -154,6 +154,8 @@ if state == 'running' and rec[4] ~= '1' then
 end
 local token = rcall('HINCRBY', occKey, 'token', 1)
 local attempt = rcall('HINCRBY', occKey, 'attempt', 1)
+-- history: which claim this is (a re-claim after a stall or a hand-over, a retry, or the first)
+recordAttempt(occKey, token, replica, dueMs, state == 'retrying' and 'retry' or state ~= 'running' and 'first' or rec[4] == '1' and 'handover' or 'stalled')
 local firstStart = tonumber(rec[7] or '0')
 if firstStart == 0 then
   firstStart = now

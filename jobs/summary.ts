@@ -1,0 +1,60 @@
+/**
+ * A one-line description of a job block for people (the dashboard and the HTTP API), with every secret left out:
+ * a URL loses its user info and query values, headers show their names only, keys and credentials are never named
+ * beyond where they come from. Published with the schedule's definition, so it stays short (~100 characters).
+ */
+
+import { basename } from 'node:path';
+
+/** Most characters of a summary. */
+const MAX = 160;
+
+/** A URL without user info, with query values and fragment replaced by `***`. */
+export function redactUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    u.username = '';
+    u.password = '';
+    for (const k of [...u.searchParams.keys()]) u.searchParams.set(k, '***');
+    if (u.hash) u.hash = '***';
+    return u.toString().replaceAll('%2A%2A%2A', '***');
+  } catch {
+    return '[unparseable URL]';
+  }
+}
+
+type Block = { kind: string } & Record<string, unknown>;
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** The summary of a compiled or validated job block (see the module doc). */
+export function jobSummary(job: Block): string {
+  let s: string;
+  switch (job.kind) {
+    case 'http': {
+      const headers = Object.keys((job.headers as Record<string, string> | undefined) ?? {});
+      s = `${str(job.method) || 'POST'} ${redactUrl(str(job.url))}${headers.length ? ` (headers: ${headers.join(', ')}, values hidden)` : ''}`;
+      break;
+    }
+    case 'module':
+      s = `module ${str(job.path) || basename(str(job.file))}${job.isolation === 'none' ? ' (in process)' : ''}`;
+      break;
+    case 'cleanup':
+      s = `cleanup: ${str(job.action) || 'plan'} ${Array.isArray(job.resources) ? job.resources.length : 0} selector(s)${job.dryRun ? ' (dry run)' : ''}`;
+      break;
+    case 'backup':
+    case 'restore': {
+      const st = (job.storage ?? {}) as Record<string, unknown>;
+      const where = st.type === 's3' ? `s3://${str(st.bucket)}/${str(st.prefix)}` : st.type === 'local' ? str(st.directory) : '';
+      s = `${job.kind}${job.kind === 'restore' ? ` ${str(job.backup)}` : ''}${where ? ` (${job.kind === 'restore' ? 'from' : 'to'} ${where})` : ''}`;
+      break;
+    }
+    case 'job': {
+      const ns = str(job.namespace);
+      s = `Kubernetes Job${ns ? ` in ${ns}` : ''}`;
+      break;
+    }
+    default:
+      s = job.kind;
+  }
+  return s.length > MAX ? `${s.slice(0, MAX - 1)}…` : s;
+}

@@ -1,0 +1,77 @@
+/**
+ * The OpenAPI 3.1 document of `/api/v1`, generated from the zod schemas the handlers use (schemas.ts; zod 4's
+ * JSON Schema output is draft 2020-12, which OpenAPI 3.1 takes as it is).
+ */
+import { z } from 'zod';
+import { apiSchemas } from '../history/model.js';
+import { auditQuerySchema, listQuerySchema, occurrencesQuerySchema } from './schemas.js';
+
+type Json = Record<string, unknown>;
+const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
+const json = (id: string, description: string): Json => ({ description, content: { 'application/json': { schema: ref(id) } } });
+const errors = {
+  400: json('Error', 'bad request: the message says which parameter and why'),
+  401: json('Error', 'no token, or an unknown one, where one is needed'),
+  403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
+  404: json('Error', 'no such schedule or occurrence'),
+};
+
+/** Query parameters of a zod object (strings in the URL; their JSON Schema as the handler reads them). */
+function query(schema: z.ZodObject): Json[] {
+  return Object.entries(schema.shape).map(([name, s]) => {
+    const js = z.toJSONSchema(s as z.ZodType, { io: 'input', target: 'draft-2020-12' }) as Json;
+    delete js.$schema;
+    return { name, in: 'query', required: false, description: js.description, schema: js };
+  });
+}
+const pathParam = (name: string, description: string): Json => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+
+function action(summary: string, body: string, required: boolean): Json {
+  return {
+    post: {
+      summary,
+      security: [{ bearer: [] }],
+      parameters: [pathParam('name', 'schedule name')],
+      requestBody: { required, content: { 'application/json': { schema: ref(body) } } },
+      responses: { 200: json('ActionResult', 'done (or nothing to do: `done` says which); recorded in the audit log when done'), ...errors },
+    },
+  };
+}
+
+/** Builds the document. */
+export function openApiDocument(version: string): Json {
+  const components = z.toJSONSchema(apiSchemas, { target: 'draft-2020-12', uri: (id) => `#/components/schemas/${id}`, unrepresentable: 'any' }).schemas as Record<string, Json>;
+  for (const s of Object.values(components)) {
+    delete s.$schema;
+    delete s.$id;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'cronflock API',
+      version,
+      description:
+        'Schedules, occurrences (jitter window, fire time, every claim with its replica and fencing token), logs, the flock and the audit log. ' +
+        'Reading is open unless the token file says `reads: token`; actions need a bearer token with the role operator.',
+    },
+    servers: [{ url: '/api/v1' }],
+    components: { schemas: components, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    paths: {
+      '/schedules': { get: { summary: 'list schedules (paged)', parameters: query(listQuerySchema), responses: { 200: json('ScheduleList', 'a page'), ...errors } } },
+      '/schedules/{name}': { get: { summary: 'one schedule', parameters: [pathParam('name', 'schedule name')], responses: { 200: json('ScheduleDetail', 'the schedule'), ...errors } } },
+      '/schedules/{name}/occurrences': {
+        get: { summary: "a schedule's occurrences due in a range, newest first", parameters: [pathParam('name', 'schedule name'), ...query(occurrencesQuerySchema)], responses: { 200: json('OccurrenceList', 'occurrences'), ...errors } },
+      },
+      '/occurrences/{key}': {
+        get: { summary: 'one occurrence, with its attempts, result and log lines', parameters: [pathParam('key', 'occurrence key, URL-encoded')], responses: { 200: json('OccurrenceDetail', 'the occurrence'), ...errors } },
+      },
+      '/flock': { get: { summary: 'live replicas, their planning shares, Redis', responses: { 200: json('Flock', 'the flock'), ...errors } } },
+      '/audit': { get: { summary: 'the audit log, newest first', parameters: query(auditQuerySchema), responses: { 200: json('AuditList', 'entries'), ...errors } } },
+      '/whoami': { get: { summary: "the caller's role, and whether actions are on", responses: { 200: json('WhoAmI', 'the caller') } } },
+      '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'OptionalReasonBody', false),
+      '/schedules/{name}/suspend': action('suspend on every replica (reason required)', 'ReasonBody', true),
+      '/schedules/{name}/resume': action('resume (reason required)', 'ReasonBody', true),
+      '/schedules/{name}/backfill': action('backfill a past range (dry run, 100-occurrence confirmation and max as the command line), or cancel', 'BackfillBody', true),
+    },
+  };
+}

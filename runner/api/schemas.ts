@@ -1,0 +1,156 @@
+/**
+ * The shapes of the HTTP API (`/api/v1`), as zod schemas: the handlers check queries and bodies with them, build
+ * their answers to them, and the OpenAPI document (openapi.ts) is generated from them. Times are UTC ms on the
+ * Redis clock; durations carry their unit in the name.
+ */
+import { z } from 'zod';
+import { auditEntrySchema } from '../history/audit.js';
+import { apiSchemas, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
+
+const ms = z.number().describe('UTC ms (Redis clock)');
+const boolParam = z.enum(['true', 'false']);
+
+export const errorSchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string().describe('what is wrong and what to do') }) })
+  .register(apiSchemas, { id: 'Error' });
+
+export const countsSchema = z
+  .object({ succeeded: z.number().int(), failed: z.number().int(), missed: z.number().int(), skipped: z.number().int() })
+  .describe('outcomes recorded in the last 24 h (hourly buckets)')
+  .register(apiSchemas, { id: 'Counts24h' });
+
+export const suspensionSchema = z
+  .object({ sinceMs: ms, by: z.string(), note: z.string().optional().describe('why (the reason given)') })
+  .register(apiSchemas, { id: 'Suspension' });
+
+export const lastResultSchema = z
+  .object({ key: z.string(), state: runStateSchema, reason: z.string().optional(), error: z.string().optional(), dueMs: ms, endMs: ms.optional() })
+  .register(apiSchemas, { id: 'LastResult' });
+
+export const scheduleSummarySchema = z
+  .object({
+    name: z.string(),
+    source: z.string().describe('where it is defined: file:line, or Schedule <namespace>/<name>'),
+    cron: z.string(),
+    cronText: z.string().describe('the cron in words'),
+    timeZone: z.string(),
+    jitterMs: z.number(),
+    concurrencyPolicy: z.enum(['Allow', 'Forbid', 'Replace']),
+    jobKind: z.string(),
+    job: z.string().describe('a one-line summary of the job, secrets left out (URL credentials and query values, header values)'),
+    publishedBy: z.string().describe('the replica whose definition is published'),
+    nextDueMs: ms.nullable(),
+    nextFireMs: ms.nullable(),
+    lastExpectedDueMs: ms.nullable().describe('the latest due time a success was owed for'),
+    last: lastResultSchema.nullable(),
+    lastSuccessMs: ms.nullable(),
+    overdueSeconds: z.number().describe('how long it is overdue (runner/records/health.ts); 0 when it is not'),
+    suspended: z.boolean().describe('suspended at run time (cronflock suspend) or in its file'),
+    suspension: suspensionSchema.nullable(),
+    counts24h: countsSchema,
+  })
+  .register(apiSchemas, { id: 'ScheduleSummary' });
+export type ScheduleSummary = z.infer<typeof scheduleSummarySchema>;
+
+export const scheduleListSchema = z
+  .object({ items: z.array(scheduleSummarySchema), next: z.string().nullable().describe('cursor of the next page; null at the end'), total: z.number().int().describe('schedules matching the filters') })
+  .register(apiSchemas, { id: 'ScheduleList' });
+
+export const SORTS = ['name', 'attention', 'next', 'last'] as const;
+export const listQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(50).describe('page size (1–500)'),
+  cursor: z.string().optional().describe("a page's `next`"),
+  prefix: z.string().optional().describe('names starting with this'),
+  q: z.string().optional().describe('names containing this'),
+  state: z.enum([...runStateSchema.options, 'none']).optional().describe("the latest result's state (none: no result yet)"),
+  suspended: boolParam.optional(),
+  overdue: boolParam.optional().describe('true: only schedules whose last expected occurrence has no success'),
+  sort: z.enum(SORTS).default('name').describe('name; attention (overdue, then failing, first); next (next fire time); last (latest result first)'),
+});
+export type ListQuery = z.infer<typeof listQuerySchema>;
+
+export const upcomingSchema = z.object({ dueMs: ms, fireMs: ms, windowEndMs: ms }).register(apiSchemas, { id: 'Upcoming' });
+
+export const scheduleDetailSchema = scheduleSummarySchema
+  .extend({
+    startingDeadlineMs: z.number().nullable(),
+    timeoutMs: z.number().nullable(),
+    onResume: z.enum(['skip', 'latest']),
+    definitionHash: z.string(),
+    loadedAtMs: ms,
+    upcoming: z.array(upcomingSchema).describe('the next due times, with their fire times and jitter windows'),
+    running: z.array(z.string()).describe('occurrences started and not final (running, or waiting to retry)'),
+    historyMs: z.number().describe('how long finished occurrences are kept (--history)'),
+  })
+  .register(apiSchemas, { id: 'ScheduleDetail' });
+
+export const occurrencesQuerySchema = z.object({
+  from: z.string().optional().describe('ISO time or UTC ms (default: 24 h before to)'),
+  to: z.string().optional().describe('ISO time or UTC ms (default: now)'),
+  limit: z.coerce.number().int().min(1).max(5000).default(1000).describe('most occurrences (the newest)'),
+});
+
+export const occurrenceListSchema = z
+  .object({ items: z.array(occurrenceSchema), truncated: z.boolean(), fromMs: ms, toMs: ms, jitterMs: z.number() })
+  .register(apiSchemas, { id: 'OccurrenceList' });
+
+export const occurrenceDetailSchema = occurrenceSchema
+  .extend({ logs: z.array(logLineSchema).describe('the last 200 lines / 64 KiB per attempt; attempt 0: engine lines outside attempts'), jitterMs: z.number().nullable() })
+  .register(apiSchemas, { id: 'OccurrenceDetail' });
+
+export const replicaSchema = z
+  .object({
+    name: z.string(),
+    definitions: z.string().describe('digest of the schedule definitions it runs'),
+    version: z.string().nullable(),
+    host: z.string().nullable(),
+    startedAtMs: ms.nullable(),
+    clockSkewMs: z.number().nullable().describe('host clock minus Redis clock'),
+    activeRuns: z.number().nullable(),
+    membershipExpiresInMs: z.number(),
+    plans: z.number().int().describe('schedules whose occurrences it plans (rendezvous hashing)'),
+  })
+  .register(apiSchemas, { id: 'Replica' });
+
+export const flockSchema = z
+  .object({
+    nowMs: ms,
+    replicas: z.array(replicaSchema),
+    planning: z.enum(['divided', 'each-plans-all', 'none']).describe('divided: the replicas agree on the definitions and share the planning'),
+    schedules: z.number().int(),
+    redis: z.object({ version: z.string(), role: z.string(), usedMemoryBytes: z.number(), maxMemoryBytes: z.number(), maxMemoryPolicy: z.string(), connectedClients: z.number(), timeMs: ms, uptimeSeconds: z.number() }),
+  })
+  .register(apiSchemas, { id: 'Flock' });
+
+export const auditListSchema = z
+  .object({ items: z.array(auditEntrySchema), next: z.string().nullable() })
+  .register(apiSchemas, { id: 'AuditList' });
+export const auditQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z.string().optional().describe("a page's `next`"),
+  schedule: z.string().optional(),
+});
+
+export const reasonBodySchema = z
+  .object({ reason: z.string().trim().min(1, 'say why (reason)').max(500) })
+  .register(apiSchemas, { id: 'ReasonBody' });
+export const optionalReasonBodySchema = z.object({ reason: z.string().trim().max(500).optional() }).register(apiSchemas, { id: 'OptionalReasonBody' });
+export const backfillBodySchema = z
+  .object({
+    from: z.string().describe('first due time (ISO, inclusive)'),
+    to: z.string().describe('last due time (ISO, inclusive)'),
+    dryRun: z.boolean().optional(),
+    yes: z.boolean().optional().describe('allow more than 100 occurrences'),
+    max: z.number().int().min(1).optional().describe('refuse if more than this many would be created'),
+    cancel: z.boolean().optional().describe("instead: drop the schedule's backfill occurrences that have not started"),
+    reason: z.string().trim().max(500).optional(),
+  })
+  .register(apiSchemas, { id: 'BackfillBody' });
+
+export const actionResultSchema = z
+  .object({ action: z.string(), schedule: z.string(), done: z.boolean().describe('false when it changed nothing (e.g. already suspended, or a dry run)'), message: z.string(), detail: z.record(z.string(), z.unknown()), auditId: z.string().nullable() })
+  .register(apiSchemas, { id: 'ActionResult' });
+
+export const whoamiSchema = z
+  .object({ role: z.enum(['anonymous', 'viewer', 'operator']), name: z.string().nullable(), actions: z.enum(['off', 'token']).describe('off: no --api-token-file, actions are refused') })
+  .register(apiSchemas, { id: 'WhoAmI' });

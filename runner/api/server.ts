@@ -1,0 +1,263 @@
+/**
+ * The HTTP API (`/api/v1`) and the dashboard (`/`) on one listener: hono on node:http (@hono/node-server).
+ * Stateless apart from the in-memory schedule index (schedule-index.ts): any number of copies may serve one flock,
+ * from `cronflock ui` or inside replicas (`start --ui`).
+ *
+ * Every answer carries security headers (CSP `default-src 'self'`: every asset is served from here, none from a
+ * CDN; `frame-ancestors 'none'`; nosniff; no referrer). A POST is refused (403) when the browser says it comes
+ * from another site (`Origin` not this host, or `Sec-Fetch-Site` cross-site), before its token is looked at.
+ * Nothing in an answer is a secret: job summaries are redacted when published (jobs/summary.ts) and the API
+ * never reads job blocks.
+ */
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono, type Context } from 'hono';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import { ControlError, type ControlContext } from '../engine/control.js';
+import type { RedisClient } from '../redis/connect.js';
+import type { Keyspace } from '../redis/keys.js';
+import { parseOccurrenceKey } from '../schedule/occurrence.js';
+import { readAudit } from '../history/audit.js';
+import { readHistoryMs } from '../history/config.js';
+import { readLogs } from '../history/logs.js';
+import { readOccurrence, readOccurrences } from '../history/read.js';
+import { performAction, type ActionRequest } from './actions.js';
+import { identify, type AccessRules, type Caller } from './auth.js';
+import { readFlock } from './flock.js';
+import { openApiDocument } from './openapi.js';
+import { upcomingOf, type ScheduleIndex } from './schedule-index.js';
+import { counts24h, CursorError, listSchedules, summarize } from './schedule-list.js';
+import {
+  auditQuerySchema,
+  backfillBodySchema,
+  listQuerySchema,
+  occurrencesQuerySchema,
+  optionalReasonBodySchema,
+  reasonBodySchema,
+  type ScheduleSummary,
+} from './schemas.js';
+import { mountUi } from '../ui/routes.js';
+
+/** What the server needs. */
+export interface ApiDeps {
+  redis: RedisClient;
+  keys: Keyspace;
+  index: ScheduleIndex;
+  rules: AccessRules;
+  /** The control context actions run with (its `by` is replaced by the caller's name). */
+  control: ControlContext;
+  version: string;
+}
+
+type Env = { Variables: { caller: Caller } };
+
+/** An error answer: `{error: {code, message}}`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 503,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
+
+/** The host of an `Origin` header; null for `null` or anything unparsable (counted as another site). */
+function hostOf(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
+/** Parses an ISO time or UTC ms; undefined when absent. @throws ApiError 400. */
+export function timeParam(name: string, v: string | undefined): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const n = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
+  if (!Number.isFinite(n)) throw new ApiError(400, 'BAD_PARAMETER', `${name}: "${v}" is not an ISO 8601 time or UTC milliseconds`);
+  return n;
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const i = r.error.issues[0]!;
+  throw new ApiError(400, 'BAD_PARAMETER', `${where}${i.path.length ? ` ${i.path.join('.')}` : ''}: ${i.message}`);
+}
+
+/** The app (routes and middleware), without a listener: tests and `listen` use it. */
+export function createApp(d: ApiDeps): Hono<Env> {
+  const app = new Hono<Env>();
+
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('Content-Security-Policy', CSP);
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('Cross-Origin-Opener-Policy', 'same-origin');
+    if (c.req.path.startsWith('/api/')) c.header('Cache-Control', 'no-store');
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
+    if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
+    if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
+    return c.json({ error: { code: 'INTERNAL', message: `could not answer: ${(err as Error).message}` } }, 503);
+  });
+
+  // Who is calling; reading may need a token (reads: token).
+  app.use('/api/*', async (c, next) => {
+    const who = identify(d.rules, c.req.header('authorization'));
+    if (who === 'bad') throw new ApiError(401, 'UNAUTHORIZED', 'unknown or malformed bearer token');
+    if (c.req.method === 'GET' && d.rules.readsNeedToken && who.role === 'anonymous' && c.req.path !== '/api/v1/whoami') {
+      throw new ApiError(401, 'UNAUTHORIZED', 'reading needs a token here: send Authorization: Bearer <token>');
+    }
+    c.set('caller', who);
+    await next();
+  });
+
+  const api = new Hono<Env>();
+  api.get('/openapi.json', (c) => c.json(openApiDocument(d.version)));
+  api.get('/whoami', (c) => {
+    const who = c.get('caller');
+    return c.json({ role: who.role, name: who.name, actions: d.rules.actions ? 'token' : 'off' });
+  });
+
+  api.get('/schedules', async (c) => {
+    await d.index.ready();
+    const q = parse(listQuerySchema, c.req.query(), 'query');
+    return c.json(await listSchedules(d.redis, d.keys, d.index, q));
+  });
+
+  const rowOf = async (name: string) => {
+    await d.index.ready();
+    const row = d.index.get(name);
+    if (!row) throw new ApiError(404, 'NOT_FOUND', `no published schedule named "${name}"`);
+    return row;
+  };
+
+  api.get('/schedules/:name', async (c) => {
+    const row = await rowOf(c.req.param('name'));
+    const now = d.index.nowMs();
+    const [counts] = await counts24h(d.redis, d.keys, [row.name], now);
+    const upcoming = upcomingOf(row, now, 5);
+    const running = await d.redis.zrange(d.keys.active(row.name), 0, -1);
+    const s: ScheduleSummary = summarize(d.index.current(row), counts!);
+    return c.json({
+      ...s,
+      startingDeadlineMs: row.def.startingDeadlineMs,
+      timeoutMs: row.def.timeoutMs ?? null,
+      onResume: row.def.onResume,
+      definitionHash: row.def.definitionHash,
+      loadedAtMs: row.def.loadedAtMs,
+      upcoming,
+      running,
+      historyMs: await readHistoryMs(d.redis, d.keys),
+    });
+  });
+
+  api.get('/schedules/:name/occurrences', async (c) => {
+    const row = await rowOf(c.req.param('name'));
+    const q = parse(occurrencesQuerySchema, c.req.query(), 'query');
+    const toMs = timeParam('to', q.to) ?? Math.ceil(d.index.nowMs()) + row.def.jitterMs;
+    const fromMs = timeParam('from', q.from) ?? toMs - 86_400_000;
+    if (fromMs > toMs) throw new ApiError(400, 'BAD_PARAMETER', 'from must not be after to');
+    const page = await readOccurrences(d.redis, d.keys, row.name, fromMs, toMs, q.limit);
+    return c.json({ ...page, fromMs, toMs, jitterMs: row.def.jitterMs });
+  });
+
+  api.get('/occurrences/:key', async (c) => {
+    const key = c.req.param('key');
+    if (!parseOccurrenceKey(key)) throw new ApiError(400, 'BAD_PARAMETER', `"${key}" is not an occurrence key (<schedule>@<due ISO>)`);
+    const v = await readOccurrence(d.redis, d.keys, key);
+    if (!v) throw new ApiError(404, 'NOT_FOUND', `no record or history of ${key} (kept for --retention and --history)`);
+    await d.index.ready();
+    const logs = await readLogs(d.redis, d.keys, key, Math.max(v.attempts.length, 1));
+    return c.json({ ...v, logs, jitterMs: d.index.get(v.schedule)?.def.jitterMs ?? null });
+  });
+
+  api.get('/flock', async (c) => {
+    await d.index.ready();
+    return c.json(await readFlock(d.redis, d.keys, d.index));
+  });
+
+  api.get('/audit', async (c) => {
+    const q = parse(auditQuerySchema, c.req.query(), 'query');
+    const page = await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor, schedule: q.schedule });
+    return c.json(page);
+  });
+
+  // ---- actions: operator token, same-origin, reason where required ----
+  const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
+    const site = c.req.header('sec-fetch-site');
+    const origin = c.req.header('origin');
+    const host = c.req.header('host');
+    if ((site && site !== 'same-origin' && site !== 'none') || (origin && host && hostOf(origin) !== host)) {
+      throw new ApiError(403, 'CROSS_ORIGIN', 'actions are accepted only from this dashboard (same origin) or from clients that send no Origin');
+    }
+    if (!d.rules.actions) throw new ApiError(403, 'ACTIONS_OFF', 'actions are off: start the API with --api-token-file to enable them');
+    const who = c.get('caller');
+    if (who.role === 'anonymous') throw new ApiError(401, 'UNAUTHORIZED', 'actions need a bearer token with the role operator: send Authorization: Bearer <token>');
+    if (who.role !== 'operator') throw new ApiError(403, 'FORBIDDEN', `token "${who.name}" has the role ${who.role}; actions need operator`);
+    const name = c.req.param('name')!;
+    await rowOf(name);
+    let body: unknown = {};
+    const text = await c.req.text();
+    if (text.trim()) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new ApiError(400, 'BAD_BODY', 'the body must be JSON');
+      }
+    }
+    const req = build(name, body);
+    const out = await performAction({ ...d.control, by: `api:${who.name}` }, { who: who.name!, via: 'api' }, req);
+    return c.json({ action: req.action, schedule: name, ...out });
+  };
+  api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(optionalReasonBodySchema, b, 'body').reason })));
+  api.post('/schedules/:name/suspend', (c) => act(c, (schedule, b) => ({ action: 'suspend', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
+  api.post('/schedules/:name/resume', (c) => act(c, (schedule, b) => ({ action: 'resume', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
+  api.post('/schedules/:name/backfill', (c) =>
+    act(c, (schedule, b) => {
+      const p = parse(backfillBodySchema, b, 'body');
+      if (p.cancel) return { action: 'backfill-cancel', schedule, reason: p.reason };
+      const fromMs = timeParam('from', p.from)!;
+      const toMs = timeParam('to', p.to)!;
+      return { action: 'backfill', schedule, fromMs, toMs, dryRun: p.dryRun, yes: p.yes, max: p.max, reason: p.reason };
+    }),
+  );
+
+  app.route('/api/v1', api);
+  mountUi(app, d);
+  return app;
+}
+
+/** A listening server. */
+export interface ApiServer {
+  /** The address it listens on (the port the OS picked for port 0). */
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/** Listens on `host:port` (port 0: any free port). @throws the listen error (EADDRINUSE, EACCES). */
+export async function listen(d: ApiDeps, at: { host: string; port: number }): Promise<ApiServer> {
+  const app = createApp(d);
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: at.host, port: at.port }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const a = server.address() as AddressInfo;
+  return {
+    address: { host: at.host, port: a.port },
+    close: () =>
+      new Promise<void>((resolve) => {
+        d.index.stop();
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The audit log: every action taken on the flock — trigger, suspend, resume, backfill, backfill cancel —
+ * whether from the command line or the HTTP API, with who, when (Redis time: the stream id), what and why. A
+ * Redis stream (`{ns}:audit`), capped at {@link AUDIT_MAX_ENTRIES} entries (approximately: `MAXLEN ~`) and to
+ * entries younger than the history (`--history`).
+ */
+import { z } from 'zod';
+import type { RedisClient } from '../redis/connect.js';
+import type { Keyspace } from '../redis/keys.js';
+import { HistoryKeys } from './keys.js';
+import { apiSchemas } from './model.js';
+
+/** Most entries kept (approximately). */
+export const AUDIT_MAX_ENTRIES = 100_000;
+/** Default age limit when the flock has not published its `--history`. */
+const DEFAULT_AUDIT_AGE_MS = 30 * 86_400_000;
+
+export const auditActionSchema = z.enum(['trigger', 'suspend', 'resume', 'backfill', 'backfill-cancel']);
+export type AuditAction = z.infer<typeof auditActionSchema>;
+
+/** One entry of the audit log. */
+export const auditEntrySchema = z
+  .object({
+    id: z.string().describe('stream id; its first part is the Redis time (ms) of the action'),
+    atMs: z.number(),
+    who: z.string().describe('token name (API) or user@host (command line)'),
+    via: z.enum(['api', 'cli']),
+    action: auditActionSchema,
+    schedule: z.string(),
+    reason: z.string().describe('why, as given ("" when none was asked for)'),
+    outcome: z.string().describe('what it did, in words (e.g. the occurrence key triggered)'),
+  })
+  .register(apiSchemas, { id: 'AuditEntry' });
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+
+/** What an action records. */
+export type AuditRecord = Omit<AuditEntry, 'id' | 'atMs'>;
+
+/** Appends an entry; trims by count and by age. @returns its id. */
+export async function recordAudit(redis: RedisClient, keys: Keyspace, e: AuditRecord): Promise<string> {
+  const hk = new HistoryKeys(keys);
+  const id = (await redis.xadd(
+    hk.audit,
+    'MAXLEN',
+    '~',
+    AUDIT_MAX_ENTRIES,
+    '*',
+    'who',
+    e.who,
+    'via',
+    e.via,
+    'action',
+    e.action,
+    'schedule',
+    e.schedule,
+    'reason',
+    e.reason,
+    'outcome',
+    e.outcome,
+  ))!;
+  const ageMs = Number(await redis.hget(hk.config, 'historyMs')) || DEFAULT_AUDIT_AGE_MS;
+  await redis.xtrim(hk.audit, 'MINID', '~', Number(id.split('-')[0]) - ageMs);
+  return id;
+}
+
+/** Result of {@link readAudit}. */
+export interface AuditPage {
+  items: AuditEntry[];
+  /** Pass as `before` for the next (older) page; null at the end. */
+  next: string | null;
+}
+
+/**
+ * Entries newest first.
+ * @param o.before only entries older than this id (a page's `next`).
+ * @param o.schedule only entries about this schedule (filtered while reading; pages may be shorter).
+ */
+export async function readAudit(redis: RedisClient, keys: Keyspace, o: { limit: number; before?: string; schedule?: string }): Promise<AuditPage> {
+  const hk = new HistoryKeys(keys);
+  const end = o.before ? `(${o.before}` : '+';
+  const raw = (await redis.xrevrange(hk.audit, end, '-', 'COUNT', o.limit)) as [string, string[]][];
+  const items: AuditEntry[] = [];
+  for (const [id, flat] of raw) {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]!] = flat[i + 1]!;
+    const parsed = auditEntrySchema.safeParse({ ...f, id, atMs: Number(id.split('-')[0]) });
+    if (parsed.success && (!o.schedule || parsed.data.schedule === o.schedule)) items.push(parsed.data);
+  }
+  return { items, next: raw.length === o.limit ? raw[raw.length - 1]![0] : null };
+}
