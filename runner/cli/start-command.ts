@@ -18,6 +18,7 @@ import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
+import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
@@ -118,6 +119,11 @@ export function addStartCommand(program: Command): void {
     )
     .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
     .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
+    .addOption(
+      new Option('--schedule-metrics <on|off|top:N>', 'per-schedule health series: all schedules, none, or the N most overdue or failing')
+        .env('CRONFLOCK_SCHEDULE_METRICS')
+        .default('on'),
+    )
     .action(start);
 }
 
@@ -151,6 +157,12 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   } catch (err) {
     throw new CliError((err as Error).message);
   }
+  let scheduleMetrics: ScheduleMetricsMode;
+  try {
+    scheduleMetrics = parseScheduleMetricsMode(String(o.scheduleMetrics));
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
   const log = createLogger({ replica: options.replica });
   const res = await loadSchedules(path);
   if (reportLoad(res, false) > 0) {
@@ -171,7 +183,7 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
       { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal, scheduleMetrics });
   })();
 
   let stopping: Promise<void> | undefined;

@@ -10,6 +10,7 @@ import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
+import { feedScheduleHealth, laneJobCounts, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { explainRedisError } from '../redis/explain.js';
 import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
 import { totalBackfill } from '../records/backfill.js';
@@ -58,6 +59,8 @@ export class Replica {
   private cache!: FlockWideCache;
   /** Names of the schedules this replica runs (what the flock-wide cache reports). */
   private names: ReadonlySet<string> = new Set();
+  /** The schedules this replica runs (their health is reported). */
+  private running: readonly EngineSchedule[] = [];
 
   private constructor(
     readonly opts: RunnerOptions,
@@ -90,6 +93,8 @@ export class Replica {
     admin?: { host: string; port: number } | null;
     /** Aborting stops a start that is still waiting for Redis. */
     signal?: AbortSignal;
+    /** Which schedules get per-schedule health series (`--schedule-metrics`); default all. */
+    scheduleMetrics?: ScheduleMetricsMode;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
@@ -100,8 +105,16 @@ export class Replica {
     /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
-    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
-    cache.onPass = (values) => metrics.setLastSuccess(values);
+    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS });
+    // Per-schedule health metrics (alerts): computed after each cache pass, for the schedules this replica runs.
+    feedScheduleHealth({
+      cache,
+      metrics,
+      mode: p.scheduleMetrics ?? { kind: 'on' },
+      schedules: () => r?.running,
+      sinceMs: (name) => r?.definitions.loadedAtMs(name),
+      nowMs: () => clock.now(),
+    });
     cache.onBackfill = (counts) => metrics.setBackfill(counts);
     const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
@@ -140,6 +153,7 @@ export class Replica {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
+      cache.readQueues = () => laneJobCounts(lanes);
       const store = new Store(cmd, keys);
       const planner = new Planner(store, lanes, keys, clock, o, log);
       const executor = new Executor(store, keys, wrk, clock, o, log);
@@ -157,6 +171,7 @@ export class Replica {
       replica.admin = admin;
       replica.cache = cache;
       replica.names = names;
+      replica.running = p.schedules;
       const definitions = new Definitions(cmd, keys, o.replica);
       await planner.join(p.schedules);
       await definitions.publish(p.schedules);
@@ -211,6 +226,7 @@ export class Replica {
       }
     }
     this.names = new Set(schedules.map((s) => s.name));
+    this.running = schedules;
     if (diff.added.length + diff.changed.length + diff.removed.length > 0) this.log.info(diff, 'schedules reloaded');
     return diff;
   }
