@@ -304,7 +304,7 @@ export class Executor {
         this.emit({ ...base, state: 'failed', error: claim.error });
         return;
       } else {
-        const reason = claim.status === 'skipped' ? claim.reason : undefined;
+        const reason = claim.status === 'skipped' || claim.status === 'missed' ? claim.reason : undefined;
         // A run that stalled out is a final failure: logged at error, like a failed run (retries are warnings).
         this.log[claim.status === 'stalled-out' ? 'error' : 'info']({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
         this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });

@@ -170,7 +170,7 @@ describe('claim', () => {
   it('records missed, and runs nothing, when the starting deadline has passed', async () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now - 3000);
-    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed' });
+    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed', reason: 'starting deadline exceeded' });
     expect(await record(key)).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded', fencingToken: 0 });
     expect(await store.claim(req(key, now - 3000, now - 3000))).toEqual({ status: 'final', state: 'missed' });
   });
