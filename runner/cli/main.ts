@@ -28,6 +28,7 @@ import { CliError } from './redis-target.js';
 import { addRunsCommand } from './runs-command.js';
 import { addStartCommand, flagNames, reportLoad } from './start-command.js';
 import { addStatusCommand } from './status-command.js';
+import { addAlertRulesCommand } from './alert-rules-command.js';
 import { iso, table } from './text.js';
 
 /** Exit code of bad input: a usage error, a bad value, a refused URL (see the module doc). */
@@ -117,6 +118,7 @@ addRunsCommand(program);
 addControlCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
+addAlertRulesCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
