@@ -110,6 +110,7 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
         ...(target.authorization ? { authorization: target.authorization } : {}),
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
+        ...(ctx.trace ? { traceparent: ctx.trace.traceparent } : {}), // the attempt's span (runner/tracing/)
         ...p.headers,
       },
       body: hasBody ? JSON.stringify(body) : undefined,

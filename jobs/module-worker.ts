@@ -4,7 +4,7 @@
  * its other runs go on. Messages: in `{type: 'abort', reason}`; out `{type: 'log'|'done'|'error', …}`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { JobContext, JobLogger, OccurrenceInfo } from './types.js';
+import type { JobContext, JobLogger, OccurrenceInfo, TraceContext } from './types.js';
 import { importUserJob } from './module.js';
 
 interface Input {
@@ -12,6 +12,7 @@ interface Input {
   params: Record<string, unknown>;
   occurrence: OccurrenceInfo;
   replica: string;
+  trace?: TraceContext;
 }
 
 const port = parentPort!;
@@ -36,7 +37,7 @@ const log: JobLogger = { info: level('info'), warn: level('warn'), error: level(
 
 try {
   const job = await importUserJob(input.file);
-  const ctx: JobContext = { occurrence: input.occurrence, signal: ac.signal, log, replica: input.replica };
+  const ctx: JobContext = { occurrence: input.occurrence, signal: ac.signal, log, replica: input.replica, ...(input.trace ? { trace: input.trace } : {}) };
   const value = await job.run(ctx, input.params);
   port.postMessage({ type: 'done', value: cloneable(value) });
 } catch (err) {

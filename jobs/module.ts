@@ -49,7 +49,7 @@ const THREAD_ABORT_GRACE_MS = 5_000;
 /** Runs one attempt in a worker thread (see module-worker.ts); settles with the job's result or error. */
 function runInThread(ctx: JobContext, p: CompiledModuleJob): Promise<unknown> {
   const worker = new Worker(new URL('./module-worker.js', import.meta.url), {
-    workerData: { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica },
+    workerData: { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica, trace: ctx.trace },
   });
   let killTimer: NodeJS.Timeout | undefined;
   const onAbort = (): void => {

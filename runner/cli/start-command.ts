@@ -19,6 +19,7 @@ import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } fro
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
+import { startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
@@ -124,6 +125,9 @@ export function addStartCommand(program: Command): void {
         .env('CRONFLOCK_SCHEDULE_METRICS')
         .default('on'),
     )
+    .addOption(
+      new Option('--otel [endpoint]', 'send OpenTelemetry traces (one per occurrence) over OTLP/HTTP; on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set (default endpoint: that, else http://localhost:4318)'),
+    )
     .action(start);
 }
 
@@ -164,6 +168,7 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     throw new CliError((err as Error).message);
   }
   const log = createLogger({ replica: options.replica });
+  if (typeof o.otel === 'string' && !/^https?:\/\/[^/]/.test(o.otel)) throw new CliError(`--otel "${o.otel}" must be the OTLP/HTTP endpoint, e.g. http://otel-collector:4318`);
   const res = await loadSchedules(path);
   if (reportLoad(res, false) > 0) {
     for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
@@ -179,11 +184,16 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   const starting = (async (): Promise<void> => {
     target = await resolveRedis(o.redis, true, log, o);
     if (aborted.signal.aborted) return;
+    // The OpenTelemetry SDK is imported only when tracing is on.
+    const otel = o.otel as boolean | string | undefined;
+    const tracing: OccurrenceTracer | undefined = tracingWanted({ flag: otel, env: process.env })
+      ? await startTracing({ flag: otel, env: process.env, replica: options.replica, namespace: options.namespace, log })
+      : undefined;
     log.info(
       { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal, scheduleMetrics });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal, scheduleMetrics, tracing });
   })();
 
   let stopping: Promise<void> | undefined;

@@ -21,6 +21,7 @@ import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
 import type { EngineSchedule } from './schedule.js';
+import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
@@ -61,6 +62,8 @@ export class Replica {
   private names: ReadonlySet<string> = new Set();
   /** The schedules this replica runs (their health is reported). */
   private running: readonly EngineSchedule[] = [];
+  /** Traces of occurrences (runner/tracing/); flushed at stop. */
+  private tracing: OccurrenceTracer = NO_TRACING;
 
   private constructor(
     readonly opts: RunnerOptions,
@@ -95,6 +98,8 @@ export class Replica {
     signal?: AbortSignal;
     /** Which schedules get per-schedule health series (`--schedule-metrics`); default all. */
     scheduleMetrics?: ScheduleMetricsMode;
+    /** Traces of occurrences (runner/tracing/tracer.ts startTracing); default none. */
+    tracing?: OccurrenceTracer;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
@@ -158,12 +163,17 @@ export class Replica {
       const planner = new Planner(store, lanes, keys, clock, o, log);
       const executor = new Executor(store, keys, wrk, clock, o, log);
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
+      // Tracing (runner/tracing/): plans, attempts and final states become spans of one trace per occurrence.
+      const tracing = p.tracing ?? NO_TRACING;
       executor.onRun = (e) => {
         metrics.onRun(e);
         // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
         if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
+        tracing.onRun(e);
         p.onRun?.(e);
       };
+      executor.tracer = tracing;
+      if (tracing !== NO_TRACING) planner.onPlanned = (items, startMs, endMs) => tracing.planned(items, startMs, endMs);
       planner.onFinal = (x) => metrics.onPlannedFinal(x);
       executor.setSchedules(p.schedules);
       const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
@@ -172,6 +182,7 @@ export class Replica {
       replica.cache = cache;
       replica.names = names;
       replica.running = p.schedules;
+      replica.tracing = tracing;
       const definitions = new Definitions(cmd, keys, o.replica);
       await planner.join(p.schedules);
       await definitions.publish(p.schedules);
@@ -312,6 +323,7 @@ export class Replica {
       await step('queues', closeLanes(this.lanes), STOP_STEP_MS);
       await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
       await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+      await step('tracing', this.tracing.shutdown(), STOP_STEP_MS);
       this.metrics.close();
       for (const c of this.conns) c.disconnect();
     })();
