@@ -81,8 +81,10 @@ export class FlockWideCache {
   redisOkAtMs = 0;
   /** Why the latest PING failed; undefined after a success. */
   redisProblem: string | undefined = 'no answer yet';
-  /** Monotonic time of the latest complete last-success pass; 0 before the first. */
+  /** Monotonic time of the latest complete pass; 0 before the first. */
   refreshedAtMs = 0;
+  /** How long the latest complete pass took (ms), from its first page to its last, waits between turns included. */
+  lastPassMs = 0;
   /** Backfill occurrences per schedule that has any, flock-wide, as of the latest pass start. */
   backfill: ReadonlyMap<string, BackfillCount> = new Map();
   /** Called with the queues' job counts read at each pass start. */
@@ -206,7 +208,8 @@ export class FlockWideCache {
         this.values = pass.values;
         this.lastSuccessMs = pass.values.lastSuccessMs;
         this.refreshedAtMs = performance.now();
-        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * (this.refreshedAtMs - this.passStartedMs)));
+        this.lastPassMs = this.refreshedAtMs - this.passStartedMs;
+        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * this.lastPassMs));
         this.pass = undefined;
         await this.onPass?.(pass.values);
         return;

@@ -74,8 +74,8 @@ export class Metrics {
   /** Steps of this host's wall clock that the replica noticed (RedisClock.detectStep). */
   readonly clockSteps: Counter;
   private readonly stopCountingCommandErrors: () => void;
-  /** Exposition text of the per-schedule health gauges, as of the latest cache pass. */
-  private scheduleText = '';
+  /** Exposition text of the per-schedule health gauges (UTF-8, in slices), as of the latest cache pass. */
+  private scheduleChunks: readonly Buffer[] = [];
   private readonly replicaLabel: string;
 
   /**
@@ -178,19 +178,26 @@ export class Metrics {
    */
   async setScheduleHealth(rows: readonly ScheduleHealthRow[], totals: ScheduleHealthTotals): Promise<void> {
     for (const [health, n] of Object.entries(totals)) this.schedules.set({ health }, n);
-    const parts: string[] = [];
-    let n = 0;
+    // Kept as bytes, a slice at a time: joining 600,000 lines into one string blocked the event loop ~200 ms.
+    const chunks: Buffer[] = [];
+    let pending: string[] = [];
     for (const g of SCHEDULE_GAUGES) {
-      const lines: string[] = [];
+      let header = `# HELP ${g.name} ${g.help}\n# TYPE ${g.name} gauge\n`;
       for (const row of rows) {
         for (const [labels, value] of g.series(row)) {
-          lines.push(`${g.name}{schedule="${labelValue(row.name)}"${labels},replica="${this.replicaLabel}"} ${value}\n`);
-          if (++n % SERIES_PER_SLICE === 0) await new Promise((r) => setImmediate(r));
+          if (header) pending.push(header);
+          header = '';
+          pending.push(`${g.name}{schedule="${labelValue(row.name)}"${labels},replica="${this.replicaLabel}"} ${value}\n`);
+          if (pending.length >= SERIES_PER_SLICE) {
+            chunks.push(Buffer.from(pending.join('')));
+            pending = [];
+            await new Promise((r) => setImmediate(r));
+          }
         }
       }
-      if (lines.length > 0) parts.push(`# HELP ${g.name} ${g.help}\n# TYPE ${g.name} gauge\n`, ...lines);
     }
-    this.scheduleText = parts.join('');
+    if (pending.length > 0) chunks.push(Buffer.from(pending.join('')));
+    this.scheduleChunks = chunks;
   }
 
   /** Sets the flock-wide queue gauge from the admin cache's latest read (lane → counts). */
@@ -221,15 +228,15 @@ export class Metrics {
   }
 
   /**
-   * The Prometheus text of this replica: its own registry, then prom-client's default registry, where job
-   * kinds (a backup's progress gauge) and in-process user jobs register (a merged registry would drop the
-   * replica's default labels).
+   * The Prometheus text of this replica (UTF-8): its own registry, the per-schedule health gauges, then
+   * prom-client's default registry, where job kinds (a backup's progress gauge) and in-process user jobs
+   * register (a merged registry would drop the replica's default labels).
    */
-  async render(): Promise<{ contentType: string; body: string }> {
+  async render(): Promise<{ contentType: string; body: Buffer }> {
     const own = await this.registry.metrics();
     const jobs = await register.metrics();
-    const body = [own, this.scheduleText, jobs].filter(Boolean).join('\n');
-    return { contentType: this.registry.contentType, body };
+    const parts = [Buffer.from(own), ...this.scheduleChunks, Buffer.from(jobs ? `\n${jobs}` : '')];
+    return { contentType: this.registry.contentType, body: Buffer.concat(parts) };
   }
 
   /** Feeds a run event of the executor. */
