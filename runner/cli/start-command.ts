@@ -19,7 +19,7 @@ import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } fro
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
-import { startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
+import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
@@ -168,7 +168,11 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     throw new CliError((err as Error).message);
   }
   const log = createLogger({ replica: options.replica });
-  if (typeof o.otel === 'string' && !/^https?:\/\/[^/]/.test(o.otel)) throw new CliError(`--otel "${o.otel}" must be the OTLP/HTTP endpoint, e.g. http://otel-collector:4318`);
+  try {
+    otelFlagEndpoint(o.otel as boolean | string | undefined); // refused before anything starts
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
   const res = await loadSchedules(path);
   if (reportLoad(res, false) > 0) {
     for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);

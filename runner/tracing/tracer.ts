@@ -81,17 +81,23 @@ export function tracingWanted(o: Pick<TracingOptions, 'flag' | 'env'>): boolean 
 }
 
 /**
+ * The endpoint `--otel` names: undefined for `--otel` alone (or none).
+ * @throws Error when it is not an http(s) URL.
+ */
+export function otelFlagEndpoint(flag: boolean | string | undefined): string | undefined {
+  if (typeof flag !== 'string') return undefined;
+  if (!/^https?:\/\/[^/]/.test(flag)) throw new Error(`--otel "${flag}" must be the OTLP/HTTP endpoint, e.g. http://otel-collector:4318`);
+  return flag;
+}
+
+/**
  * The tracer of this replica: {@link NO_TRACING} unless tracing is wanted; then the OpenTelemetry SDK is
  * imported and spans go to the OTLP/HTTP endpoint.
  * @throws Error when `--otel` names something that is not an http(s) URL.
  */
 export async function startTracing(o: TracingOptions): Promise<OccurrenceTracer> {
   if (!tracingWanted(o)) return NO_TRACING;
-  let endpoint: string | undefined;
-  if (typeof o.flag === 'string') {
-    if (!/^https?:\/\/[^/]/.test(o.flag)) throw new Error(`--otel "${o.flag}" must be the OTLP/HTTP endpoint, e.g. http://otel-collector:4318`);
-    endpoint = o.flag;
-  }
+  const endpoint = otelFlagEndpoint(o.flag);
   const { OtelOccurrenceTracer } = await import('./otel.js');
   return new OtelOccurrenceTracer({ ...o, endpoint });
 }
