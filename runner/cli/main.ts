@@ -41,7 +41,10 @@ Environment (a flag given on the command line wins):
   CRONFLOCK_NAMESPACE       --namespace: key namespace of the flock (default cronflock)
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
-  CRONFLOCK_SCHEDULE_METRICS start --schedule-metrics: per-schedule health series: on (default) | off | top:N
+  CRONFLOCK_SCHEDULE_METRICS
+                            start --schedule-metrics: per-schedule health series: on (default) | off | top:N
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            start --otel: send OpenTelemetry traces over OTLP/HTTP (off when neither is set)
   CRONFLOCK_LOG_LEVEL       trace | debug | info (default) | warn | error; logs are JSON lines (pipe to pino-pretty)
   CRONFLOCK_DEMO_PORT       npm start: port of the demo's receiver (default 8787; 0: any free port)
   KUBECONFIG                Kubernetes jobs, rbac and restore: the kubeconfig (default ~/.kube/config, in-cluster)
