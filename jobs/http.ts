@@ -145,6 +145,8 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
         ...(hasBody ? { 'content-type': 'application/json' } : {}),
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
+        // The attempt's span (runner/tracing/); sent on every hop like our other headers (it carries no secret).
+        ...(ctx.trace ? { traceparent: ctx.trace.traceparent } : {}),
       },
       jobHeaders: { ...(target.authorization ? { authorization: target.authorization } : {}), ...p.headers },
       ...(hasBody ? { body: JSON.stringify(body) } : {}),

@@ -28,6 +28,7 @@ import { CliError } from './redis-target.js';
 import { addRunsCommand } from './runs-command.js';
 import { addStartCommand, flagNames, reportLoad } from './start-command.js';
 import { addStatusCommand } from './status-command.js';
+import { addAlertRulesCommand } from './alert-rules-command.js';
 import { iso, table } from './text.js';
 
 /** Exit code of bad input: a usage error, a bad value, a refused URL (see the module doc). */
@@ -40,6 +41,10 @@ Environment (a flag given on the command line wins):
   CRONFLOCK_NAMESPACE       --namespace: key namespace of the flock (default cronflock)
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
+  CRONFLOCK_SCHEDULE_METRICS
+                            start --schedule-metrics: per-schedule health series: on (default) | off | top:N
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            start --otel: send OpenTelemetry traces over OTLP/HTTP (off when neither is set)
   CRONFLOCK_LOG_LEVEL       trace | debug | info (default) | warn | error; logs are JSON lines (pipe to pino-pretty)
   CRONFLOCK_DEMO_PORT       npm start: port of the demo's receiver (default 8787; 0: any free port)
   KUBECONFIG                Kubernetes jobs, rbac and restore: the kubeconfig (default ~/.kube/config, in-cluster)
@@ -116,6 +121,7 @@ addRunsCommand(program);
 addControlCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
+addAlertRulesCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

@@ -18,6 +18,8 @@ import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
+import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
+import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
@@ -118,6 +120,14 @@ export function addStartCommand(program: Command): void {
     )
     .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
     .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
+    .addOption(
+      new Option('--schedule-metrics <on|off|top:N>', 'per-schedule health series: all schedules, none, or the N most overdue or failing')
+        .env('CRONFLOCK_SCHEDULE_METRICS')
+        .default('on'),
+    )
+    .addOption(
+      new Option('--otel [endpoint]', 'send OpenTelemetry traces (one per occurrence) over OTLP/HTTP; on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set (default endpoint: that, else http://localhost:4318)'),
+    )
     .action(start);
 }
 
@@ -151,7 +161,18 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   } catch (err) {
     throw new CliError((err as Error).message);
   }
+  let scheduleMetrics: ScheduleMetricsMode;
+  try {
+    scheduleMetrics = parseScheduleMetricsMode(String(o.scheduleMetrics));
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
   const log = createLogger({ replica: options.replica });
+  try {
+    otelFlagEndpoint(o.otel as boolean | string | undefined); // refused before anything starts
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
   const res = await loadSchedules(path);
   if (reportLoad(res, false) > 0) {
     for (const e of res.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
@@ -167,11 +188,16 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   const starting = (async (): Promise<void> => {
     target = await resolveRedis(o.redis, true, log, o);
     if (aborted.signal.aborted) return;
+    // The OpenTelemetry SDK is imported only when tracing is on.
+    const otel = o.otel as boolean | string | undefined;
+    const tracing: OccurrenceTracer | undefined = tracingWanted({ flag: otel, env: process.env })
+      ? await startTracing({ flag: otel, env: process.env, replica: options.replica, namespace: options.namespace, log })
+      : undefined;
     log.info(
       { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal, scheduleMetrics, tracing });
   })();
 
   let stopping: Promise<void> | undefined;

@@ -73,6 +73,8 @@ export interface CompiledSchedule {
   maxConcurrent: number | null;
   /** Longest a run may take, in ms; null = no limit. */
   timeoutMs: number | null;
+  /** How long after a fire time a success may come before the schedule is overdue, in ms; absent: the default (runner/records/health.ts). */
+  overdueGraceMs?: number;
   /** Retries of a failed attempt (0 = none). */
   retries: number;
   /** First retry delay in ms; doubles per retry, with jitter, up to `retryBackoffMaxMs`. */
@@ -125,7 +127,7 @@ const SCHEDULE_FILE = /^[^.].*\.ya?ml$/;
  * several files of a directory, which are parsed one at a time.
  */
 export const MAX_SCHEDULE_FILE_BYTES = 16 * 1024 * 1024;
-const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout']);
+const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout', 'overdueGrace']);
 
 /**
  * Loads a schedule file, or every `*.yaml` / `*.yml` file of a directory (not recursive, sorted by name; names

@@ -112,6 +112,11 @@ const scheduleObject = z.strictObject({
   timeout: timerDurationMs
     .optional()
     .describe('Longest a run may take: its AbortSignal fires and the attempt is recorded failed: timeout. A duration such as 30s or 10m (default: no limit).'),
+  overdueGrace: positiveDurationMs
+    .optional()
+    .describe(
+      'How long after a fire time a success may come before the schedule counts as overdue (cronflock_schedule_overdue_seconds, the ScheduleOverdue alert). A duration such as 30s or 1h (default: the timeout, else 5m).',
+    ),
   retries: z
     .int('must be a whole number')
     .min(0, 'must be 0 or more')
@@ -221,6 +226,8 @@ export const scheduleSchema = scheduleObject
     concurrencyPolicy: v.concurrencyPolicy,
     maxConcurrent: v.maxConcurrent ?? null,
     timeoutMs: v.timeout ?? null,
+    // Only when set: an absent field leaves the definition hash of existing schedules as it was.
+    ...(v.overdueGrace !== undefined ? { overdueGraceMs: v.overdueGrace } : {}),
     retries: v.retries,
     retryBackoffMs: v.retryBackoff,
     retryBackoffMaxMs: v.retryBackoffMax,

@@ -96,7 +96,7 @@ const PUBLISH_CHUNK = 1000;
 
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
-  private winners = new Map<string, { hash: string; replica: string }>();
+  private winners = new Map<string, { hash: string; replica: string; loadedAtMs: number }>();
   /** The distinct publishers among the winners (a handful): checked each tick instead of every schedule. */
   private publishers = new Set<string>();
   private version: string | null = null;
@@ -164,7 +164,7 @@ export class Definitions {
       this.winners = new Map(
         Object.entries(all).map(([k, raw]) => {
           const d = JSON.parse(raw) as PublishedDefinition;
-          return [k, { hash: d.definitionHash, replica: d.replica }];
+          return [k, { hash: d.definitionHash, replica: d.replica, loadedAtMs: d.loadedAtMs }];
         }),
       );
       this.publishers = new Set([...this.winners.values()].map((w) => w.replica));
@@ -196,6 +196,14 @@ export class Definitions {
     const live = new Set<string>();
     for (const r of publishers) if (await isLiveMember(this.redis, this.keys, r)) live.add(r);
     return candidates.filter((s) => !live.has(this.winners.get(s.name)!.replica));
+  }
+
+  /**
+   * Redis time (ms) the published definition of `name` was first loaded (unchanged by re-publications of the
+   * same content): since when the flock runs the schedule as it is, for the overdue rule (records/health.ts).
+   */
+  loadedAtMs(name: string): number | undefined {
+    return this.winners.get(name)?.loadedAtMs;
   }
 
   /** True when a live replica publishes a definition of `name` (it may run it even if this one does not). */

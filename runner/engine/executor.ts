@@ -29,6 +29,7 @@ import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
+import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -92,6 +93,8 @@ export class Executor {
   isCurrent: (s: EngineSchedule) => boolean = () => true;
   /** Whether some replica publishes a definition of this schedule name. */
   isPublished: (name: string) => boolean = () => false;
+  /** Traces of attempts (runner/tracing/); none unless tracing is on. */
+  tracer: OccurrenceTracer = NO_TRACING;
 
   constructor(
     private readonly store: Store,
@@ -304,7 +307,7 @@ export class Executor {
         this.emit({ ...base, state: 'failed', error: claim.error });
         return;
       } else {
-        const reason = claim.status === 'skipped' ? claim.reason : undefined;
+        const reason = claim.status === 'skipped' || claim.status === 'missed' ? claim.reason : undefined;
         // A run that stalled out is a final failure: logged at error, like a failed run (retries are warnings).
         this.log[claim.status === 'stalled-out' ? 'error' : 'info']({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
         this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });
@@ -342,6 +345,11 @@ export class Executor {
       replica: o.replica,
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
+      // Tracing (runner/tracing/): the attempt's span context for the job; undefined when tracing is off.
+      trace: this.tracer.attemptStarted({
+        schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule', attempt: claim.attempt,
+        fencingToken: claim.token, claimSentMs: this.clock.now() - (performance.now() - sentMono), startMs: claim.nowMs,
+      }),
     };
     const base = {
       schedule: d.schedule,

@@ -39,6 +39,7 @@ import { keepFireTimes, type Candidate } from './dispositions.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
+import type { PlannedOccurrenceTrace } from '../tracing/tracer.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
@@ -84,6 +85,8 @@ export class Planner {
   lastTickOkAt = 0;
   /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
   onFinal: ((o: PlannedFinal & { schedule: string }) => void) | undefined;
+  /** Called with the occurrences one plan call recorded and its start and end on the Redis clock (tracing). */
+  onPlanned: ((items: PlannedOccurrenceTrace[], startMs: number, endMs: number) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -312,6 +315,7 @@ export class Planner {
     let created = 0;
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
       const chunk = items.slice(i, i + PLAN_CHUNK);
+      const planStartMs = this.clock.now();
       const { toEnqueue, finals } = await this.store.plan(chunk, {
         horizonMs: this.opts.horizonMs,
         retentionMs: this.opts.retentionMs,
@@ -324,6 +328,12 @@ export class Planner {
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
       for (const f of finals) this.onFinal?.({ ...f, schedule: byKey.get(f.key)!.schedule });
+      // Tracing (runner/tracing/): the plan span of each occurrence recorded here.
+      this.onPlanned?.(
+        [...toEnqueue.map((e) => ({ ...e, state: 'scheduled' as const })), ...finals].map(({ key, state, reason }) => ({ ...byKey.get(key)!, key, state, reason })),
+        planStartMs,
+        this.clock.now(),
+      );
       if (toEnqueue.length > 0) {
         await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
       }

@@ -13,6 +13,8 @@ export interface EngineSchedule extends DispositionPolicy {
   maxConcurrent: number | null;
   /** Longest a run may take (null: no limit). */
   timeoutMs: number | null;
+  /** How long after a fire time a success may come before the schedule counts as overdue (absent: the default, runner/records/health.ts). */
+  overdueGraceMs?: number | null;
   /** Retries of a failed attempt, with backoff from retryBackoffMs doubling up to retryBackoffMaxMs (jittered). */
   retries: number;
   retryBackoffMs: number;

@@ -14,6 +14,7 @@ import { keepFireTimes } from '../engine/dispositions.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
 import { backfillCounts } from '../records/backfill.js';
+import { parseLastResult } from '../records/last-result.js';
 
 let server: RedisServerProcess;
 let redis: Redis;
@@ -169,7 +170,7 @@ describe('claim', () => {
   it('records missed, and runs nothing, when the starting deadline has passed', async () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now - 3000);
-    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed' });
+    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed', reason: 'starting deadline exceeded' });
     expect(await record(key)).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded', fencingToken: 0 });
     expect(await store.claim(req(key, now - 3000, now - 3000))).toEqual({ status: 'final', state: 'missed' });
   });
@@ -494,6 +495,50 @@ describe('retries and suspension (claim/finish)', () => {
     const m = occurrenceKey('s', now, 'manual');
     await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
     expect((await store.claim(req(m, now, now, { origin: 'manual' }))).status).toBe('claimed');
+  });
+});
+
+describe('last result per schedule (every final state)', () => {
+  const lastResult = async (schedule: string) => parseLastResult((await redis.hget(keys.lastResult, schedule)) ?? '');
+
+  it('keeps the latest final state and the consecutive failures: failed adds, succeeded resets, missed/skipped keep', async () => {
+    const now = await redisNow();
+    const run = async (dueMs: number, state: 'succeeded' | 'failed') => {
+      const key = occurrenceKey('s', dueMs);
+      const c = await store.claim(req(key, dueMs, dueMs));
+      expect(c.status).toBe('claimed');
+      expect(await store.finish(key, 1, { state, reason: state === 'failed' ? 'job failed' : '', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    };
+    expect(await lastResult('s')).toBeUndefined();
+    await run(now - 5000, 'failed');
+    await run(now - 4000, 'failed');
+    expect(await lastResult('s')).toMatchObject({ state: 'failed', consecutiveFailures: 2, dueMs: now - 4000, reason: 'job failed' });
+    // Missed by the starting deadline (claim script) and skipped at planning (plan script): the failures stay.
+    const late = occurrenceKey('s', now - 3000);
+    expect((await store.claim(req(late, now - 3000, now - 3000, { startingDeadlineMs: 10 }))).status).toBe('missed');
+    expect(await lastResult('s')).toMatchObject({ state: 'missed', consecutiveFailures: 2, reason: 'starting deadline exceeded' });
+    const r = await store.plan(offer('s', [{ dueMs: now + 5000, fireMs: now + 5000 }], { suspend: true }), planOpts);
+    expect(r.finals).toHaveLength(1);
+    expect(await lastResult('s')).toMatchObject({ state: 'skipped', consecutiveFailures: 2, dueMs: now + 5000 });
+    await run(now - 2000, 'succeeded');
+    const ok = await lastResult('s');
+    expect(ok).toMatchObject({ state: 'succeeded', consecutiveFailures: 0, dueMs: now - 2000, reason: '' });
+    expect(ok!.endMs).toBeGreaterThanOrEqual(now);
+    // A stale completion changes nothing; another schedule has its own entry.
+    expect(await store.finish(occurrenceKey('s', now - 2000), 1, { state: 'failed', retentionMs: 120_000 })).toEqual({ status: 'refused' });
+    expect(await lastResult('s')).toMatchObject({ state: 'succeeded', consecutiveFailures: 0 });
+    expect(await lastResult('other')).toBeUndefined();
+  });
+
+  it('a retry is not a final state; a failure recorded by the sweep or abandon counts', async () => {
+    const now = await redisNow();
+    const key = occurrenceKey('s', now);
+    await store.claim(req(key, now, now, { lockMs: 10_000 }));
+    expect((await store.finish(key, 1, { state: 'failed', retentionMs: 120_000, retries: 1, retryBackoffMs: 10_000 })).status).toBe('retrying');
+    expect(await lastResult('s')).toBeUndefined();
+    // Abandoned while waiting to retry (schedule removed): a started occurrence ends failed.
+    expect(await store.abandon(key, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'failed' });
+    expect(await lastResult('s')).toMatchObject({ state: 'failed', consecutiveFailures: 1, reason: 'schedule removed' });
   });
 });
 

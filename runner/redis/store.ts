@@ -77,7 +77,7 @@ export type ClaimResult =
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
   | { status: 'stale' }
-  | { status: 'missed' }
+  | { status: 'missed'; reason: string }
   | { status: 'skipped'; reason: string }
   | { status: 'paused' }
   | { status: 'failed'; reason: string; error: string }
@@ -210,8 +210,10 @@ export class Store {
         return { status: 'skipped', reason: String(out[1]) };
       case 'failed':
         return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
-      case 'stale':
       case 'missed':
+        // The claim script records this one reason with it (scripts/claim.ts: the starting deadline).
+        return { status: 'missed', reason: 'starting deadline exceeded' };
+      case 'stale':
       case 'paused':
       case 'stalled-out':
         return { status: out[0] };
