@@ -20,9 +20,9 @@ import { createLogger } from '../log.js';
 import { connectOneShot, redactRedisUrl } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
-import { fireTimeMs } from '../schedule/occurrence.js';
 import { formatDurationMs } from '../time/duration.js';
 import { addControlCommands } from './control-commands.js';
+import { MAX_SCANNED, nextRows, noteOf, type NextRow } from './next-rows.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
 import { addRedisTlsOptions, CliError, resolveRedis, type RedisTlsFlags } from './redis-target.js';
@@ -63,31 +63,23 @@ program
   .option('-s, --schedule <name>', 'only this schedule')
   .option('-n, --count <n>', 'occurrences per schedule', positiveIntArg, 5)
   .option('--from <iso>', 'start after this instant (default: now)', isoTimeArg)
+  .option('--hide-skipped', 'leave out occurrences the calendar or a blackout skips (-n counts the others)')
   .option('--json', 'print JSON')
-  .action(async (path: string, o: { schedule?: string; count: number; from?: number; json?: boolean }) => {
+  .action(async (path: string, o: { schedule?: string; count: number; from?: number; hideSkipped?: boolean; json?: boolean }) => {
     const res = await loadSchedules(path);
     if (reportLoad(res, false) > 0 && res.schedules.length === 0) throw new CliError('no valid schedules');
     const list = o.schedule ? res.schedules.filter((s) => s.name === o.schedule) : res.schedules;
     if (o.schedule && list.length === 0) throw new CliError(`no schedule named "${o.schedule}" in ${path}`);
-    const rows: { schedule: string; dueAt: string; fireAt: string; windowEnd: string }[] = [];
+    const rows: NextRow[] = [];
     for (const s of list) {
-      let t = o.from ?? Date.now();
-      for (let i = 0; i < o.count; i++) {
-        const due = s.due.next(t);
-        if (due === null) break;
-        rows.push({
-          schedule: s.name,
-          dueAt: iso(due),
-          fireAt: iso(fireTimeMs(s.name, due, s.jitterMs)),
-          windowEnd: iso(due + s.jitterMs),
-        });
-        t = due;
-      }
+      const next = nextRows(s, o.from ?? Date.now(), o.count, o.hideSkipped === true);
+      rows.push(...next.rows);
+      if (next.truncated) process.stderr.write(`${s.name}: only ${next.rows.length} occurrences run among its next ${MAX_SCANNED} due times\n`);
     }
     if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     else {
-      process.stdout.write(`${'SCHEDULE'.padEnd(24)} ${'DUE'.padEnd(24)} ${'FIRE'.padEnd(24)} WINDOW END\n`);
-      for (const r of rows) process.stdout.write(`${r.schedule.padEnd(24)} ${r.dueAt} ${r.fireAt} ${r.windowEnd}\n`);
+      process.stdout.write(`${'SCHEDULE'.padEnd(24)} ${'DUE'.padEnd(24)} ${'FIRE'.padEnd(24)} ${'WINDOW END'.padEnd(24)} NOTE\n`);
+      for (const r of rows) process.stdout.write(`${r.schedule.padEnd(24)} ${r.dueAt} ${r.fireAt.padEnd(24)} ${r.windowEnd} ${noteOf(r)}`.trimEnd() + '\n');
     }
   });
 

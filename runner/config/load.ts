@@ -23,7 +23,10 @@ import type { z } from 'zod';
 import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import type { DueTimes } from '../schedule/cron.js';
+import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
+import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
+import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import {
   jobSchema,
   scheduleFileSchema,
@@ -78,6 +81,12 @@ export interface CompiledSchedule {
   retryBackoffMaxMs: number;
   /** On `cronflock resume`: skip the occurrences missed while suspended, or run the latest of them. */
   onResume: OnResumePolicy;
+  /** The `calendar:` block as validated (names resolved at load); absent: every day. */
+  calendar?: ScheduleCalendarRef;
+  /** The `blackouts:` list as validated (durations in ms); absent: none. */
+  blackouts?: BlackoutEntry[];
+  /** The compiled calendar and blackouts (runner/config/calendars.ts); absent when the schedule has neither. */
+  windows?: ScheduleWindows;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -86,7 +95,8 @@ export interface CompiledSchedule {
   source: ScheduleSource;
   /**
    * sha256 (hex) of the canonical JSON (sorted keys) of the validated definition: every field above except
-   * `due`, `source` and `definitionHash`, with the job's validated parameters (before `compile`). Equal hashes
+   * `due`, `windows`, `source` and `definitionHash`, with the job's validated parameters (before `compile`);
+   * for a schedule that uses calendars, also of those calendars (entries, `.ics` contents). Equal hashes
    * mean an unchanged definition; a module job's file content is not part of it.
    */
   definitionHash: string;
@@ -182,11 +192,16 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
       );
     }
   }
+  // Calendar names resolve across all files; a file that uses a refused file's calendar is refused too.
+  const flock = resolveFlockCalendars(
+    checkedFiles.map((e) => ({ file: e.file, ok: e.errors.length === 0 && e.checked !== null, calendars: e.checked?.calendars ?? noFileCalendars(e.file) })),
+  );
+  for (const e of flock.errors) checkedFiles.find((f) => f.file === e.file)?.errors.push(e);
   for (const { file, checked, errors } of checkedFiles) {
     errors.sort(byPosition);
     const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
-    if (ok) result.schedules.push(...checked.schedules);
+    if (ok) result.schedules.push(...attachWindows(checked.schedules, flock));
     result.files.push({ file, ok, scheduleCount: ok ? checked.schedules.length : 0 });
   }
   return result;
@@ -202,8 +217,10 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const { schedules, errors } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)));
-  return errors.length === 0 ? { schedules, errors } : { schedules: [], errors };
+  const checked = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)));
+  const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
+  const errors = [...checked.errors, ...flock.errors].sort(byPosition);
+  return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors } : { schedules: [], errors };
 }
 
 async function scheduleFilesIn(dir: string): Promise<string[]> {
@@ -256,6 +273,8 @@ interface CheckedText {
   errors: ConfigError[];
   /** Every string `name` the file defines (even when the file is refused), in order. */
   names: NameDefinition[];
+  /** The calendars the file defines and the calendar names its schedules use (resolved across files). */
+  calendars: FileCalendars;
 }
 
 type Path = (string | number)[];
@@ -276,7 +295,7 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file) };
   }
   const locator = new Locator(doc, at);
   const toError = (p: Problem): ConfigError => {
@@ -300,14 +319,14 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
       reason: 'the file defines no schedules',
       hint: 'start the file with "schedules:" and list at least one schedule (name, cron, job)',
     });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file) };
   }
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
     const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: (err as Error).message, cause: err });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file) };
   }
 
   const parsed = scheduleFileSchema.safeParse(data);
@@ -339,6 +358,9 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
     }
   }
 
+  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator.position(path, false));
+  problems.push(...fileCalendars.problems);
+
   const names: NameDefinition[] = [];
   for (const [i, item] of items.entries()) {
     const name = (item as { name?: unknown } | null)?.name;
@@ -348,13 +370,13 @@ async function checkText(text: string, file: string, baseDir: string): Promise<C
   }
 
   const errors = problems.map(toError).sort(byPosition);
-  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names };
+  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, calendars: fileCalendars.calendars };
 
   const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
     file,
     ...locator.position(['schedules', i], false),
   }));
-  return { schedules, errors: [], names };
+  return { schedules, errors: [], names, calendars: fileCalendars.calendars };
 }
 
 function jobParamsOf(item: unknown): JobParams | undefined {
@@ -365,7 +387,7 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 }
 
 function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
-  const { due: _due, ...definition } = s;
+  const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
   const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
   return { ...definition, job, due: s.due, source, definitionHash };
 }

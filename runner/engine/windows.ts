@@ -1,0 +1,169 @@
+/**
+ * Calendars and blackout windows in the engine: what they decide about an occurrence, and the blackout abort
+ * of runs in flight.
+ *
+ * {@link windowDisposition} is a pure function of the definition and the due time — no clock — so the planner
+ * applies it as its own step BEFORE the time-based decision (missed / catch-up, dispositions.ts): only the
+ * occurrences it lets run go on to that decision, with their fire time possibly moved to a window's end.
+ *
+ * Rules (README "Calendars and blackout windows"):
+ * - calendar: a due time outside the schedule's calendar is `skipped: calendar <name>` (the calendar that
+ *   decided: `holidays` for Christmas in `business-days` that excludes `holidays`);
+ * - blackouts are checked at the FIRE time (when the run would start): inside a `skip` or `abort` window →
+ *   `skipped: blackout <name>`; inside a `delay` window → it keeps its due time (its identity) and fires at the
+ *   window's end plus its own jitter offset (so delayed occurrences of many schedules spread as they would at
+ *   their due time); reason `delayed: blackout <name> until <end>`. A delayed fire time that lands in another
+ *   window is decided again (skipped, or delayed further);
+ * - the starting deadline of a delayed occurrence counts from its ORIGINAL fire time ("run within 30 min of
+ *   when it was meant to run, or not at all"): a window that ends later than that makes it `missed`, decided
+ *   here; the claim script enforces the rest with {@link startingDeadlineForClaimMs};
+ * - `abort`: a run in flight when an abort window opens has its AbortSignal fired and is recorded
+ *   `failed: blackout <name>`, without retries ({@link armBlackoutAbort}).
+ */
+import type { CalendarSelection } from '../schedule/calendar.js';
+import type { BlackoutWindow } from '../schedule/blackout.js';
+import { fireTimeMs } from '../schedule/occurrence.js';
+import type { Candidate, Disposition } from './dispositions.js';
+
+/** The compiled calendar and blackouts of a schedule (built by the config loader, runner/config/calendars.ts). */
+export interface ScheduleWindows {
+  /** Days the schedule runs on; null: every day. */
+  readonly calendar: CalendarSelection | null;
+  readonly blackouts: readonly BlackoutWindow[];
+}
+
+/** The schedule fields the window rules need. */
+export interface WindowedSchedule {
+  name: string;
+  jitterMs: number;
+  startingDeadlineMs: number | null;
+  /** Absent or null: no calendar and no blackouts. */
+  windows?: ScheduleWindows | null;
+}
+
+/** What the calendar and blackout rules decide; `fireMs` is the (possibly delayed) fire time. */
+export interface WindowDecision extends Disposition {
+  fireMs: number;
+}
+
+/** The most windows a delayed occurrence is moved through before it is skipped (windows back to back). */
+const MAX_HOPS = 100;
+
+/**
+ * Decides an occurrence by the schedule's calendar and blackouts; clock-free.
+ * @param dueMs the due time (UTC ms); @param fireMs its fire time (due + jitter offset).
+ * @returns `run` (reason '' or `delayed: …`, fireMs maybe later), `skipped` (calendar / blackout) or `missed`
+ *   (delayed past its starting deadline).
+ */
+export function windowDisposition(s: WindowedSchedule, dueMs: number, fireMs: number): WindowDecision {
+  const w = s.windows;
+  if (!w) return { disposition: 'run', reason: '', fireMs };
+  const excluded = w.calendar?.exclusion(dueMs) ?? null;
+  if (excluded !== null) return { disposition: 'skipped', reason: excluded, fireMs };
+  if (w.blackouts.length === 0) return { disposition: 'run', reason: '', fireMs };
+  const offset = fireMs - dueMs;
+  let at = fireMs;
+  let delayedBy: { name: string; untilMs: number } | undefined;
+  for (let hop = 0; ; hop++) {
+    const stop = w.blackouts.find((b) => b.action !== 'delay' && b.contains(at));
+    if (stop) return { disposition: 'skipped', reason: `blackout ${stop.name}`, fireMs };
+    let end: number | null = null;
+    let by: BlackoutWindow | undefined;
+    for (const b of w.blackouts) {
+      if (b.action !== 'delay' || !b.contains(at)) continue;
+      const e = b.endOf(at);
+      if (e === null) return { disposition: 'skipped', reason: `blackout ${b.name} (the window does not end)`, fireMs };
+      if (end === null || e > end) [end, by] = [e, b];
+    }
+    if (end === null || !by) break;
+    if (hop >= MAX_HOPS) return { disposition: 'skipped', reason: `blackout ${by.name} (windows follow each other without a gap)`, fireMs };
+    delayedBy ??= { name: by.name, untilMs: end };
+    delayedBy.untilMs = end;
+    at = end + offset;
+  }
+  if (!delayedBy) return { disposition: 'run', reason: '', fireMs };
+  const why = `delayed: blackout ${delayedBy.name} until ${new Date(delayedBy.untilMs).toISOString()}`;
+  if (s.startingDeadlineMs !== null && at > fireMs + s.startingDeadlineMs) {
+    return { disposition: 'missed', reason: `starting deadline exceeded (${why})`, fireMs };
+  }
+  return { disposition: 'run', reason: why, fireMs: at };
+}
+
+/**
+ * The planner's step: window decisions first, then the time-based decision (`timeBased`, e.g. dispositions.ts
+ * `decide` or the plan script) for the occurrences the windows let run, with their possibly delayed fire
+ * times. Candidates of ONE schedule in due-time order.
+ * @returns one decision per candidate, same order, with the fire time to record.
+ */
+export function decideWithWindows(
+  candidates: readonly Candidate[],
+  s: WindowedSchedule,
+  timeBased: (open: readonly Candidate[]) => Disposition[],
+): WindowDecision[] {
+  if (!s.windows) {
+    const d = timeBased(candidates);
+    return candidates.map((c, i) => ({ ...d[i]!, fireMs: c.fireMs }));
+  }
+  const out = candidates.map((c) => windowDisposition(s, c.dueMs, c.fireMs));
+  const open: number[] = [];
+  out.forEach((d, i) => d.disposition === 'run' && open.push(i));
+  const later = timeBased(open.map((i) => ({ dueMs: candidates[i]!.dueMs, fireMs: out[i]!.fireMs })));
+  open.forEach((i, j) => {
+    const t = later[j]!;
+    const w = out[i]!;
+    out[i] = { disposition: t.disposition, reason: [w.reason, t.reason].filter(Boolean).join('; '), fireMs: w.fireMs };
+  });
+  return out;
+}
+
+/**
+ * The starting deadline to give the claim script for a delivered occurrence: the script counts it from the
+ * recorded fire time, which for a delayed occurrence is the window's end; counted from the original fire time
+ * instead (see the module doc), what is left is the deadline minus the delay (0 at least: never "no limit").
+ * @returns ms, or null for no starting deadline.
+ */
+export function startingDeadlineForClaimMs(
+  s: Pick<WindowedSchedule, 'name' | 'jitterMs' | 'startingDeadlineMs'>,
+  o: { dueMs: number; fireMs: number; origin?: string },
+): number | null {
+  if (s.startingDeadlineMs === null || (o.origin ?? 'schedule') !== 'schedule') return s.startingDeadlineMs;
+  const delayMs = o.fireMs - fireTimeMs(s.name, o.dueMs, s.jitterMs);
+  return delayMs > 0 ? Math.max(0, s.startingDeadlineMs - delayMs) : s.startingDeadlineMs;
+}
+
+/** How far ahead one look for the next abort window goes (below Node's longest timer, 24.8 days). */
+const ABORT_LOOKAHEAD_MS = 20 * 86_400_000;
+
+/**
+ * Arms the blackout abort of one run: calls `onOpen(name)` when an `abort` window of the schedule opens while
+ * the run is in flight, or at once when the run is inside one already (a retry or a manual run that starts in
+ * the window). One local timer per run, re-armed every 20 days at most; the window starts are a pure function
+ * of the definition, `nowMs` is the Redis clock estimate.
+ * @returns a function that disarms it (call when the run ends).
+ */
+export function armBlackoutAbort(s: WindowedSchedule, nowMs: () => number, onOpen: (name: string) => void): () => void {
+  const aborting = s.windows?.blackouts.filter((b) => b.action === 'abort') ?? [];
+  if (aborting.length === 0) return () => undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let done = false;
+  const check = (): void => {
+    if (done) return;
+    const now = nowMs();
+    const open = aborting.find((b) => b.contains(now));
+    if (open) {
+      done = true;
+      onOpen(open.name);
+      return;
+    }
+    const until = now + ABORT_LOOKAHEAD_MS;
+    let next = until;
+    for (const b of aborting) next = Math.min(next, b.nextStart(now, until) ?? until);
+    timer = setTimeout(check, Math.max(0, next - now) + 1);
+    timer.unref?.();
+  };
+  check();
+  return () => {
+    done = true;
+    if (timer) clearTimeout(timer);
+  };
+}
