@@ -121,9 +121,10 @@ export const scheduleCalendarSchema = z
 export type ScheduleCalendarRef = z.output<typeof scheduleCalendarSchema>;
 
 /** What a blackout window does. */
+const ACTIONS =
+  'skip (occurrences due in the window are recorded skipped), delay (they run when it ends) or abort (skipped, and runs in flight are stopped when it opens)';
 export const blackoutActionSchema = z.enum(['skip', 'delay', 'abort'], {
-  error:
-    'must be skip (occurrences due in the window are recorded skipped), delay (they run when it ends) or abort (skipped, and runs in flight are stopped when it opens)',
+  error: (issue) => (issue.input === undefined ? `is required: ${ACTIONS}` : `must be ${ACTIONS}`),
 });
 
 /** One entry of a schedule's `blackouts:` list. */

@@ -19,6 +19,7 @@ import { Calendar, CalendarSelection, parseIsoDay, parseMonthDay, parseWeekday }
 import { compileCron } from '../schedule/cron.js';
 import { IcsError, icsDays, type IcsDays } from '../schedule/ics.js';
 import { formatDurationMs } from '../time/duration.js';
+import { editDistance } from '../schedule/zone.js';
 import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { calendarSchema, type BlackoutEntry, type CalendarEntry, type ScheduleCalendarRef } from './calendars-schema.js';
@@ -175,7 +176,7 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
     }
     for (const r of refsOf(f.calendars)) {
       if (defined.has(r.name)) continue;
-      const near = known.filter((k) => k.includes(r.name) || r.name.includes(k)).slice(0, 3);
+      const near = known.filter((k) => editDistance(k, r.name, 4) <= 2).slice(0, 3);
       errors.push(err(r, 'CALENDAR_UNKNOWN', `no calendar named "${r.name}" in the flock's schedule files`, known.length === 0 ? 'define it under "calendars:" in a schedule file of the same directory' : `${near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : ''}known calendars: ${known.join(', ')}`));
     }
   }

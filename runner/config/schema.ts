@@ -265,7 +265,7 @@ export const SCHEDULE_FILE_TITLE = 'cronflock schedule file';
 /** A file must define something: schedules, or calendars (a calendar file), or both. */
 function checkDefinesSomething(value: unknown, ctx: z.RefinementCtx): void {
   const v = value as { schedules?: unknown; calendars?: unknown } | null;
-  if (v === null || typeof v !== 'object' || v.schedules !== undefined || v.calendars !== undefined) return;
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v.schedules !== undefined || v.calendars !== undefined) return;
   ctx.addIssue({ code: 'custom', path: ['schedules'], message: 'the file defines no schedules', params: issueParams('NO_SCHEDULES') });
 }
 

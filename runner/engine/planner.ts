@@ -37,6 +37,7 @@ import type { Keyspace } from '../redis/keys.js';
 import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { decide } from './dispositions.js';
+import { decideWithWindows } from './windows.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type OccurrenceJobData } from './enqueue.js';
@@ -84,6 +85,8 @@ export class Planner {
   lastTickOkAt = 0;
   /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
   onFinal: ((o: PlannedOccurrence) => void) | undefined;
+  /** Called with each occurrence this replica recorded to run with a reason (delayed by a blackout, caught up late). */
+  onPlannedLate: ((o: PlannedOccurrence) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -238,7 +241,7 @@ export class Planner {
       for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
       }
-      const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+      const decisions = decideWithWindows(cands, s, (open) => decide(open, s, now, this.opts.catchUpGraceMs));
       cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }));
     }
     while ((this.heap.peekKey() ?? Infinity) <= until) {
@@ -258,7 +261,9 @@ export class Planner {
       // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
       // Schedules another replica owns only move on here: their owner offers them.
       if (this.mayPlan(s) && view.owns(s.name)) {
-        const decisions = decide(cands, s, now, this.opts.catchUpGraceMs);
+        // Calendar and blackouts first (clock-free: skipped, or a fire time moved to a window's end), then the
+        // time-based decision for what they let run.
+        const decisions = decideWithWindows(cands, s, (open) => decide(open, s, now, this.opts.catchUpGraceMs));
         cands.forEach((c, i) =>
           items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, ...decisions[i]! }),
         );
@@ -327,6 +332,7 @@ export class Planner {
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
       for (const k of finals) this.onFinal?.(byKey.get(k)!);
+      for (const k of toEnqueue) if (byKey.get(k)!.reason !== '') this.onPlannedLate?.(byKey.get(k)!);
       if (toEnqueue.length > 0) await this.enqueue(toEnqueue.map((k) => ({ ...byKey.get(k)!, origin: 'schedule' as const })));
     }
     return created;

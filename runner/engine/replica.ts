@@ -85,6 +85,7 @@ export class Replica {
       p.onRun?.(e);
     };
     planner.onFinal = (x) => metrics.onPlannedFinal(x);
+    planner.onPlannedLate = (x) => metrics.onPlannedLate(x);
     executor.setSchedules(p.schedules);
     const r = new Replica(o, keys, store, clock, planner, executor, queue, [cmd, wrk], log);
     r.metrics = metrics;
