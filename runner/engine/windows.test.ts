@@ -1,0 +1,123 @@
+/**
+ * Blackout windows and the planner's window step: skip / delay / abort, windows that meet, the starting
+ * deadline counted from the original fire time, and the order against the time-based decision.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseScheduleText } from '../config/load.js';
+import { fireTimeMs } from '../schedule/occurrence.js';
+import { decide } from './dispositions.js';
+import { armBlackoutAbort, decideWithWindows, startingDeadlineForClaimMs, windowDisposition } from './windows.js';
+
+const JOB = 'job: {kind: http, url: "http://127.0.0.1:1/"}';
+const at = (s: string): number => Date.parse(s);
+
+async function schedule(extra: string, head = '') {
+  const res = await parseScheduleText(`${head}schedules:\n  - name: s\n    cron: "*/10 * * * *"\n${extra}    ${JOB}\n`, 'w.yaml');
+  expect(res.errors.map((e) => e.format())).toEqual([]);
+  return res.schedules[0]!;
+}
+
+describe('blackout windows', () => {
+  it('skip and abort windows skip occurrences firing inside them; the window end is exclusive', async () => {
+    const s = await schedule(`    blackouts:
+      - {name: backup, cron: "0 2 * * *", duration: 30m, action: skip}
+      - {name: deploy, cron: "0 4 * * *", duration: 10m, action: abort}
+`);
+    const d = (iso: string) => windowDisposition(s, at(iso), at(iso));
+    expect(d('2026-03-02T01:50:00Z')).toEqual({ disposition: 'run', reason: '', fireMs: at('2026-03-02T01:50:00Z') });
+    expect(d('2026-03-02T02:00:00Z')).toMatchObject({ disposition: 'skipped', reason: 'blackout backup' });
+    expect(d('2026-03-02T02:20:00Z')).toMatchObject({ disposition: 'skipped', reason: 'blackout backup' });
+    expect(d('2026-03-02T02:30:00Z')).toMatchObject({ disposition: 'run', reason: '' });
+    expect(d('2026-03-02T04:00:00Z')).toMatchObject({ disposition: 'skipped', reason: 'blackout deploy' });
+    expect(d('2026-03-02T04:10:00Z')).toMatchObject({ disposition: 'run' });
+  });
+
+  it('delay moves the fire time to the window end plus the occurrence\'s jitter offset; windows that overlap are one', async () => {
+    const s = await schedule(`    jitter: 5m
+    blackouts:
+      - {name: maint, cron: "0 2,3 * * *", duration: 70m, action: delay}
+`);
+    const due = at('2026-03-02T02:10:00Z');
+    const fire = fireTimeMs('s', due, s.jitterMs);
+    const offset = fire - due;
+    // 02:00-03:10 and 03:00-04:10 overlap: one window until 04:10.
+    expect(windowDisposition(s, due, fire)).toEqual({
+      disposition: 'run',
+      reason: 'delayed: blackout maint until 2026-03-02T04:10:00.000Z',
+      fireMs: at('2026-03-02T04:10:00Z') + offset,
+    });
+  });
+
+  it('a delay that lands in a skip window is skipped; a delay past the starting deadline (from the original fire) is missed', async () => {
+    const s = await schedule(`    startingDeadline: 45m
+    blackouts:
+      - {name: long, cron: "0 2 * * *", duration: 1h, action: delay}
+      - {name: short, cron: "0 5 * * *", duration: 20m, action: delay}
+      - {name: after, cron: "20 5 * * *", duration: 10m, action: skip}
+`);
+    expect(windowDisposition(s, at('2026-03-02T02:10:00Z'), at('2026-03-02T02:10:00Z'))).toEqual({
+      disposition: 'missed',
+      reason: 'starting deadline exceeded (delayed: blackout long until 2026-03-02T03:00:00.000Z)',
+      fireMs: at('2026-03-02T02:10:00Z'),
+    });
+    expect(windowDisposition(s, at('2026-03-02T02:20:00Z'), at('2026-03-02T02:20:00Z'))).toMatchObject({ disposition: 'run', fireMs: at('2026-03-02T03:00:00Z') });
+    expect(windowDisposition(s, at('2026-03-02T05:00:00Z'), at('2026-03-02T05:00:00Z'))).toMatchObject({ disposition: 'skipped', reason: 'blackout after' });
+    // The claim script counts the deadline from the recorded (delayed) fire time: it gets what is left of it.
+    expect(startingDeadlineForClaimMs(s, { dueMs: at('2026-03-02T02:20:00Z'), fireMs: at('2026-03-02T03:00:00Z') })).toBe(5 * 60_000);
+    expect(startingDeadlineForClaimMs(s, { dueMs: at('2026-03-02T02:20:00Z'), fireMs: at('2026-03-02T02:20:00Z') })).toBe(45 * 60_000);
+    expect(startingDeadlineForClaimMs(s, { dueMs: at('2026-03-02T02:20:00Z'), fireMs: at('2026-03-02T09:00:00Z'), origin: 'manual' })).toBe(45 * 60_000);
+  });
+
+  it('a calendar blackout lasts whole local days of its calendar\'s zone', async () => {
+    const s = await schedule(
+      `    blackouts: [{calendar: freeze, action: delay}]\n`,
+      'calendars:\n  - {name: freeze, timeZone: Europe/Berlin, ranges: [{from: "2026-12-24", to: "2026-12-27"}]}\n',
+    );
+    expect(windowDisposition(s, at('2026-12-23T22:50:00Z'), at('2026-12-23T22:50:00Z'))).toMatchObject({ disposition: 'run', reason: '' });
+    expect(windowDisposition(s, at('2026-12-23T23:00:00Z'), at('2026-12-23T23:00:00Z'))).toEqual({
+      disposition: 'run',
+      reason: 'delayed: blackout freeze until 2026-12-27T23:00:00.000Z',
+      fireMs: at('2026-12-27T23:00:00Z'),
+    });
+    const w = s.windows!.blackouts[0]!;
+    expect(w.nextStart(at('2026-12-01T00:00:00Z'), at('2027-01-01T00:00:00Z'))).toBe(at('2026-12-23T23:00:00Z'));
+    expect(w.nextStart(at('2026-12-24T10:00:00Z'), at('2027-01-01T00:00:00Z'))).toBeNull();
+  });
+
+  it('calendar exclusions come before the time-based decision: skipped due times do not take catch-up places', async () => {
+    const s = await schedule(
+      `    timeZone: UTC\n    catchUp: latest\n    calendar: {exclude: sunday}\n`,
+      'calendars:\n  - {name: sunday, weekdays: [SUN]}\n',
+    );
+    // Overdue Saturday 23:40 and 23:50, then Sunday 00:00 and 00:10 (excluded): latest runs 23:50, not 00:10.
+    const cands = ['2026-03-07T23:40:00Z', '2026-03-07T23:50:00Z', '2026-03-08T00:00:00Z', '2026-03-08T00:10:00Z'].map((x) => ({ dueMs: at(x), fireMs: at(x) }));
+    const now = at('2026-03-08T01:00:00Z');
+    const out = decideWithWindows(cands, s, (open) => decide(open, s, now, 1000));
+    expect(out.map((d) => `${d.disposition} ${d.reason}`)).toEqual([
+      'missed catch-up: superseded by a later overdue occurrence',
+      'run catch-up: run late (catchUp latest)',
+      'skipped calendar sunday',
+      'skipped calendar sunday',
+    ]);
+  });
+
+  it('arms an abort at the next abort window start, at once inside one, and not at all without abort windows', async () => {
+    const s = await schedule(`    blackouts: [{name: stop, cron: "*/10 * * * *", duration: 1m, action: abort}]\n`);
+    let now = at('2026-03-02T02:09:59.950Z');
+    const opened: string[] = [];
+    const disarm = armBlackoutAbort(s, () => now, (name) => opened.push(name));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(opened).toEqual([]);
+    now = at('2026-03-02T02:10:00.000Z');
+    await new Promise((r) => setTimeout(r, 100)); // the timer was set for 51 ms
+    expect(opened).toEqual(['stop']);
+    disarm();
+    const inside: string[] = [];
+    armBlackoutAbort(s, () => at('2026-03-02T02:10:30Z'), (name) => inside.push(name))();
+    expect(inside).toEqual(['stop']);
+    const plain = await schedule('');
+    const never: string[] = [];
+    armBlackoutAbort(plain, () => at('2026-03-02T02:10:30Z'), (n) => never.push(n))();
+    expect(never).toEqual([]);
+  });
+});
