@@ -149,15 +149,20 @@ schedules:
       'b.yaml': 'calendars:\n  - {name: holidays, dates: ["2026-12-26"]}\n',
       'c.yaml': `schedules:\n  - name: s\n    cron: "0 9 * * *"\n    blackouts: [{calendar: freeze, action: skip}]\n    ${JOB}\n`,
       'd.yaml': `schedules:\n  - name: t\n    cron: "0 9 * * *"\n    ${JOB}\n`,
+      // Transitively: e's calendar includes a refused one, f's schedule uses e's calendar.
+      'e.yaml': 'calendars:\n  - {name: freeze-and-more, include: [freeze], dates: ["2026-12-31"]}\n',
+      'f.yaml': `schedules:\n  - name: u\n    cron: "0 9 * * *"\n    calendar: {exclude: freeze-and-more}\n    ${JOB}\n`,
     });
     const res = await loadSchedules(dir);
     expect(res.errors.map(where)).toEqual([
       'a.yaml:2:12 NAME_DUPLICATE calendars[0].name',
       'b.yaml:2:12 NAME_DUPLICATE calendars[0].name',
       'c.yaml:4:28 CALENDAR_UNKNOWN schedules[0].blackouts[0].calendar',
+      'e.yaml:2:39 CALENDAR_UNKNOWN calendars[0].include[0]',
+      'f.yaml:4:25 CALENDAR_UNKNOWN schedules[0].calendar.exclude',
     ]);
     expect(res.errors[2]!.reason).toMatch(/calendar "freeze" is defined in .*a\.yaml:3:12, which is refused/);
-    expect(res.files.map((f) => f.ok)).toEqual([false, false, false, true]);
+    expect(res.files.map((f) => f.ok)).toEqual([false, false, false, true, false, false]);
     expect(res.schedules.map((s) => s.name)).toEqual(['t']);
   });
 

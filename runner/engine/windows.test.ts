@@ -46,6 +46,9 @@ describe('blackout windows', () => {
       reason: 'delayed: blackout maint until 2026-03-02T04:10:00.000Z',
       fireMs: at('2026-03-02T04:10:00Z') + offset,
     });
+    const w = s.windows!.blackouts[0]!;
+    expect(w.endOf(at('2026-03-02T02:10:00Z'))).toBe(at('2026-03-02T04:10:00Z'));
+    expect(w.endOf(at('2026-03-02T04:10:00Z'))).toBeNull();
   });
 
   it('a delay that lands in a skip window is skipped; a delay past the starting deadline (from the original fire) is missed', async () => {
