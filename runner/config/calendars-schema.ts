@@ -174,17 +174,3 @@ export function checkBlackouts(value: unknown, scheduleZone: unknown, ctx: z.Ref
     }
   });
 }
-
-/** Calendar names must be unique in a file (across files: the loader). */
-export function checkUniqueCalendarNames(value: unknown, ctx: z.RefinementCtx): void {
-  const list = (value as { calendars?: unknown } | null)?.calendars;
-  if (!Array.isArray(list)) return;
-  const first = new Map<string, number>();
-  list.forEach((item: unknown, i) => {
-    const name = (item as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string') return;
-    const j = first.get(name);
-    if (j === undefined) first.set(name, i);
-    else ctx.addIssue({ code: 'custom', path: ['calendars', i, 'name'], message: `calendar name "${name}" is already used by calendars[${j}]`, params: { code: 'NAME_DUPLICATE' } });
-  });
-}

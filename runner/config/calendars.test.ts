@@ -185,3 +185,12 @@ schedules:
     expect(alone.schedules[0]!.definitionHash).toBe(before[1]);
   });
 });
+
+describe('calendar names in one file', () => {
+  it('refuses a calendar name used twice in a file, pointing at the first', async () => {
+    const res = await parseScheduleText('calendars:\n  - {name: h, dates: ["2026-12-25"]}\n  - {name: h, dates: ["2026-12-26"]}\n', 'f.yaml');
+    expect(res.errors.map((e) => e.format())).toEqual([
+      'f.yaml:3:12: calendars[1].name: calendar name "h" is already used by calendars[0] (f.yaml:2:12)\n  hint: calendar names must be unique across all schedule files',
+    ]);
+  });
+});

@@ -599,14 +599,14 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
   if (issue.code === 'custom' && typeof params?.code === 'string') {
     const code = params.code as ConfigErrorCode;
     if (code === 'NAME_DUPLICATE' && typeof params.firstIndex === 'number') {
-      const firstPath = ['schedules', params.firstIndex, 'name'];
-      const pos = locator.position(firstPath, false);
+      const list = params.list === 'calendars' ? 'calendars' : 'schedules';
+      const pos = locator.position([list, params.firstIndex, 'name'], false);
       return [
         {
           code,
           path,
           reason: `${issue.message} (${file}:${pos.line}:${pos.col})`,
-          hint: 'schedule names must be unique across all schedule files',
+          hint: `${list === 'calendars' ? 'calendar' : 'schedule'} names must be unique across all schedule files`,
         },
       ];
     }

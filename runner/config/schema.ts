@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { jobKinds } from '../../jobs/registry.js';
 import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cron.js';
 import { formatDurationMs } from '../time/duration.js';
-import { blackoutSchema, calendarSchema, checkBlackouts, checkUniqueCalendarNames, scheduleCalendarSchema } from './calendars-schema.js';
+import { blackoutSchema, calendarSchema, checkBlackouts, scheduleCalendarSchema } from './calendars-schema.js';
 import type { ConfigErrorCode } from './errors.js';
 import { durationMs, positiveDurationMs, timerDurationMs } from './zod-duration.js';
 
@@ -237,26 +237,32 @@ export const scheduleSchema = scheduleObject
 /** A schedule after validation (before its job is compiled by the job kind). */
 export type ValidatedSchedule = z.output<typeof scheduleSchema>;
 
-/** Names must be unique in the file; the duplicate's issue carries `params.firstIndex` (index of the first). */
-function checkUniqueNames(value: unknown, ctx: z.RefinementCtx): void {
-  const list = (value as { schedules?: unknown } | null)?.schedules;
-  if (!Array.isArray(list)) return;
-  const first = new Map<string, number>();
-  list.forEach((item: unknown, i) => {
-    const name = (item as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string') return;
-    const j = first.get(name);
-    if (j === undefined) {
-      first.set(name, i);
-      return;
-    }
-    ctx.addIssue({
-      code: 'custom',
-      path: ['schedules', i, 'name'],
-      message: `name "${name}" is already used by schedules[${j}]`,
-      params: issueParams('NAME_DUPLICATE', { firstIndex: j }),
+/**
+ * Names must be unique in the file's `schedules` (or `calendars`) list; the duplicate's issue carries
+ * `params.list` and `params.firstIndex` (index of the first).
+ */
+function uniqueNames(list: 'schedules' | 'calendars'): (value: unknown, ctx: z.RefinementCtx) => void {
+  const what = list === 'schedules' ? 'name' : 'calendar name';
+  return (value, ctx) => {
+    const items = (value as Record<string, unknown> | null)?.[list];
+    if (!Array.isArray(items)) return;
+    const first = new Map<string, number>();
+    items.forEach((item: unknown, i) => {
+      const name = (item as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') return;
+      const j = first.get(name);
+      if (j === undefined) {
+        first.set(name, i);
+        return;
+      }
+      ctx.addIssue({
+        code: 'custom',
+        path: [list, i, 'name'],
+        message: `${what} "${name}" is already used by ${list}[${j}]`,
+        params: issueParams('NAME_DUPLICATE', { list, firstIndex: j }),
+      });
     });
-  });
+  };
 }
 
 /** Title of the schedule-file JSON Schema. */
@@ -286,8 +292,8 @@ export const scheduleFileSchema = z
       .optional()
       .describe('The schedules this file defines. Names must be unique across all schedule files.'),
   })
-  .superRefine(checkUniqueNames, { when: always })
-  .superRefine(checkUniqueCalendarNames, { when: always })
+  .superRefine(uniqueNames('schedules'), { when: always })
+  .superRefine(uniqueNames('calendars'), { when: always })
   .superRefine(checkDefinesSomething, { when: always })
   .transform((f) => ({ calendars: f.calendars ?? [], schedules: f.schedules ?? [] }))
   .meta({
