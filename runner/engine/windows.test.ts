@@ -37,10 +37,10 @@ describe('blackout windows', () => {
     blackouts:
       - {name: maint, cron: "0 2,3 * * *", duration: 70m, action: delay}
 `);
-    const due = at('2026-03-02T02:10:00Z');
+    // 02:00-03:10 and 03:00-04:10 overlap: one window until 04:10. The last due time in it runs then.
+    const due = at('2026-03-02T04:00:00Z');
     const fire = fireTimeMs('s', due, s.jitterMs);
     const offset = fire - due;
-    // 02:00-03:10 and 03:00-04:10 overlap: one window until 04:10.
     expect(windowDisposition(s, due, fire)).toEqual({
       disposition: 'run',
       reason: 'delayed: blackout maint until 2026-03-02T04:10:00.000Z',
@@ -49,6 +49,29 @@ describe('blackout windows', () => {
     const w = s.windows!.blackouts[0]!;
     expect(w.endOf(at('2026-03-02T02:10:00Z'))).toBe(at('2026-03-02T04:10:00Z'));
     expect(w.endOf(at('2026-03-02T04:10:00Z'))).toBeNull();
+    // The earlier ones it delayed do not pile up at 04:10: they are skipped, saying why.
+    const early = at('2026-03-02T02:10:00Z');
+    expect(windowDisposition(s, early, fireTimeMs('s', early, s.jitterMs))).toMatchObject({
+      disposition: 'skipped',
+      reason: 'blackout maint (a later occurrence it delayed runs instead)',
+    });
+  });
+
+  it('with catchUp: all, the latest maxCatchUpRuns occurrences a window delayed run', async () => {
+    const s = await schedule(`    catchUp: all
+    maxCatchUpRuns: 2
+    blackouts: [{name: maint, cron: "0 2 * * *", duration: 1h, action: delay}]
+`);
+    const dues = ['02:00', '02:10', '02:20', '02:30', '02:40', '02:50', '03:00'].map((t) => at(`2026-03-02T${t}:00Z`));
+    expect(dues.map((d) => windowDisposition(s, d, d)).map((x) => `${x.disposition} ${new Date(x.fireMs).toISOString().slice(11, 16)}`)).toEqual([
+      'skipped 02:00',
+      'skipped 02:10',
+      'skipped 02:20',
+      'skipped 02:30',
+      'run 03:00',
+      'run 03:00',
+      'run 03:00',
+    ]);
   });
 
   it('a delay that lands in a skip window is skipped; a delay past the starting deadline (from the original fire) is missed', async () => {
@@ -63,7 +86,7 @@ describe('blackout windows', () => {
       reason: 'starting deadline exceeded (delayed: blackout long until 2026-03-02T03:00:00.000Z)',
       fireMs: at('2026-03-02T02:10:00Z'),
     });
-    expect(windowDisposition(s, at('2026-03-02T02:20:00Z'), at('2026-03-02T02:20:00Z'))).toMatchObject({ disposition: 'run', fireMs: at('2026-03-02T03:00:00Z') });
+    expect(windowDisposition(s, at('2026-03-02T02:50:00Z'), at('2026-03-02T02:50:00Z'))).toMatchObject({ disposition: 'run', fireMs: at('2026-03-02T03:00:00Z') });
     expect(windowDisposition(s, at('2026-03-02T05:00:00Z'), at('2026-03-02T05:00:00Z'))).toMatchObject({ disposition: 'skipped', reason: 'blackout after' });
     // The claim script counts the deadline from the recorded (delayed) fire time: it gets what is left of it.
     expect(startingDeadlineForClaimMs(s, { dueMs: at('2026-03-02T02:20:00Z'), fireMs: at('2026-03-02T03:00:00Z') })).toBe(5 * 60_000);
@@ -77,7 +100,8 @@ describe('blackout windows', () => {
       'calendars:\n  - {name: freeze, timeZone: Europe/Berlin, ranges: [{from: "2026-12-24", to: "2026-12-27"}]}\n',
     );
     expect(windowDisposition(s, at('2026-12-23T22:50:00Z'), at('2026-12-23T22:50:00Z'))).toMatchObject({ disposition: 'run', reason: '' });
-    expect(windowDisposition(s, at('2026-12-23T23:00:00Z'), at('2026-12-23T23:00:00Z'))).toEqual({
+    expect(windowDisposition(s, at('2026-12-23T23:00:00Z'), at('2026-12-23T23:00:00Z'))).toMatchObject({ disposition: 'skipped', reason: 'blackout freeze (a later occurrence it delayed runs instead)' });
+    expect(windowDisposition(s, at('2026-12-27T22:50:00Z'), at('2026-12-27T22:50:00Z'))).toEqual({
       disposition: 'run',
       reason: 'delayed: blackout freeze until 2026-12-27T23:00:00.000Z',
       fireMs: at('2026-12-27T23:00:00Z'),

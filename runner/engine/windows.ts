@@ -14,6 +14,10 @@
  *   window's end plus its own jitter offset (so delayed occurrences of many schedules spread as they would at
  *   their due time); reason `delayed: blackout <name> until <end>`. A delayed fire time that lands in another
  *   window is decided again (skipped, or delayed further);
+ * - a window does not pile runs up (as catch-up after downtime does not, dispositions.ts): of the occurrences
+ *   delayed to the same end, only the latest runs (with `catchUp: all`, the latest `maxCatchUpRuns`); the
+ *   earlier ones are `skipped: blackout <name> (a later occurrence it delayed runs instead)`. Pure too: whether
+ *   later due times are delayed to the same end follows from the definition;
  * - the starting deadline of a delayed occurrence counts from its ORIGINAL fire time ("run within 30 min of
  *   when it was meant to run, or not at all"): a window that ends later than that makes it `missed`, decided
  *   here; the claim script enforces the rest with {@link startingDeadlineForClaimMs};
@@ -21,6 +25,7 @@
  *   `failed: blackout <name>`, without retries ({@link armBlackoutAbort}).
  */
 import type { CalendarSelection } from '../schedule/calendar.js';
+import type { DueTimes } from '../schedule/cron.js';
 import type { BlackoutWindow } from '../schedule/blackout.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import type { Candidate, Disposition } from './dispositions.js';
@@ -37,6 +42,10 @@ export interface WindowedSchedule {
   name: string;
   jitterMs: number;
   startingDeadlineMs: number | null;
+  due: DueTimes;
+  /** How many occurrences delayed to the same window end run: `all` keeps maxCatchUpRuns, otherwise 1. */
+  catchUp?: 'none' | 'latest' | 'all';
+  maxCatchUpRuns?: number;
   /** Absent or null: no calendar and no blackouts. */
   windows?: ScheduleWindows | null;
 }
@@ -46,6 +55,8 @@ export interface WindowDecision extends Disposition {
   fireMs: number;
 }
 
+/** The most later due times looked at to find those delayed to the same window end (then it just runs). */
+const MAX_LOOKED_AT = 10_000;
 /** The most windows a delayed occurrence is moved through before it is skipped (windows back to back). */
 const MAX_HOPS = 100;
 
@@ -56,6 +67,28 @@ const MAX_HOPS = 100;
  *   (delayed past its starting deadline).
  */
 export function windowDisposition(s: WindowedSchedule, dueMs: number, fireMs: number): WindowDecision {
+  const d = delayDisposition(s, dueMs, fireMs);
+  if (d.disposition !== 'run' || d.delayedBy === undefined) return strip(d);
+  // Coalesce: skip this one when enough later due times are delayed to the same window end.
+  const keep = s.catchUp === 'all' ? Math.max(1, s.maxCatchUpRuns ?? 1) : 1;
+  const end = d.delayedBy.untilMs;
+  let later = 0;
+  for (let n = s.due.next(dueMs), seen = 0; n !== null && later < keep && seen < MAX_LOOKED_AT; n = s.due.next(n), seen++) {
+    const nf = fireTimeMs(s.name, n, s.jitterMs);
+    if (nf >= end) break; // fires after the window: not delayed by it
+    const o = delayDisposition(s, n, nf);
+    if (o.disposition === 'run' && o.delayedBy?.untilMs === end) later++;
+  }
+  if (later >= keep) return { disposition: 'skipped', reason: `blackout ${d.delayedBy.name} (a later occurrence it delayed runs instead)`, fireMs };
+  return strip(d);
+}
+
+function strip(d: WindowDecision & { delayedBy?: unknown }): WindowDecision {
+  return { disposition: d.disposition, reason: d.reason, fireMs: d.fireMs };
+}
+
+/** {@link windowDisposition} without the coalescing; says which window delayed it. */
+function delayDisposition(s: WindowedSchedule, dueMs: number, fireMs: number): WindowDecision & { delayedBy?: { name: string; untilMs: number } } {
   const w = s.windows;
   if (!w) return { disposition: 'run', reason: '', fireMs };
   const excluded = w.calendar?.exclusion(dueMs) ?? null;
@@ -86,7 +119,7 @@ export function windowDisposition(s: WindowedSchedule, dueMs: number, fireMs: nu
   if (s.startingDeadlineMs !== null && at > fireMs + s.startingDeadlineMs) {
     return { disposition: 'missed', reason: `starting deadline exceeded (${why})`, fireMs };
   }
-  return { disposition: 'run', reason: why, fireMs: at };
+  return { disposition: 'run', reason: why, fireMs: at, delayedBy };
 }
 
 /**
