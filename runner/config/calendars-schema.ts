@@ -37,9 +37,16 @@ const nthList = z
   .transform((v) => (typeof v === 'number' ? [v] : v))
   .describe('Only the nth matching day of each month: 1 the first, 2 the second, -1 the last, -2 the one before; a list keeps several.');
 
+/** Zones found valid (asking Intl costs ~0.1 ms; a blackout with a timeZone may repeat in 100k schedules). */
+const validZones = new Set<string>();
+
 /** An IANA zone, refused with suggestions. */
 export const timeZoneName = z.string().superRefine((tz, ctx) => {
-  if (isValidTimeZone(tz)) return;
+  if (validZones.has(tz)) return;
+  if (isValidTimeZone(tz)) {
+    if (validZones.size < 1000) validZones.add(tz);
+    return;
+  }
   const near = suggestTimeZones(tz);
   ctx.addIssue({
     code: 'custom',
@@ -160,12 +167,13 @@ export function checkBlackouts(value: unknown, scheduleZone: unknown, ctx: z.Ref
     if (v.cron !== undefined) {
       if (v.duration === undefined) add(['blackouts', i], 'a cron blackout needs a duration (how long each window lasts, e.g. 2h)');
       const tz = v.timeZone ?? scheduleZone;
-      if (typeof v.cron === 'string' && v.cron !== '' && typeof tz === 'string' && isValidTimeZone(tz)) {
+      // compileCron is cached per (cron, zone): a blackout shared by many schedules is checked once.
+      if (typeof v.cron === 'string' && v.cron !== '' && typeof tz === 'string' && tz !== '') {
         try {
           compileCron(v.cron, tz);
         } catch (err) {
           if (!(err instanceof CronError)) throw err;
-          add(at('cron'), err.message);
+          if (err.code !== 'ZONE_UNKNOWN') add(at('cron'), err.message); // a bad zone is the timeZone field's error
         }
       }
     } else {

@@ -224,8 +224,10 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
     return result;
   };
 
+  // Shared by every schedule that writes the same block (keys: the validated values, whose key order is the schema's).
   const selections = new Map<string, CalendarSelection>();
   const blackouts = new Map<string, BlackoutWindow>();
+  const digests = new Map<string, string>();
   return {
     errors,
     windowsOf(s) {
@@ -239,14 +241,14 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
       let selection: CalendarSelection | null = null;
       if (s.calendar) {
         const ref: ScheduleCalendarRef = s.calendar;
-        const key = canonicalJson([s.timeZone, ref.include ?? [], ref.exclude ?? [], ref.nth ?? []]);
+        const key = JSON.stringify([s.timeZone, ref.include ?? [], ref.exclude ?? [], ref.nth ?? []]);
         const include = (ref.include ?? []).map(cal);
         const exclude = (ref.exclude ?? []).map(cal);
         selection = selections.get(key) ?? new CalendarSelection({ timeZone: s.timeZone, include, exclude, ...(ref.nth ? { nth: ref.nth } : {}) });
         selections.set(key, selection);
       }
       const windows = (s.blackouts ?? []).map((b: BlackoutEntry) => {
-        const key = canonicalJson([s.timeZone, b]);
+        const key = JSON.stringify([s.timeZone, b]);
         let w = blackouts.get(key);
         if (b.calendar !== undefined) {
           const c = cal(b.calendar);
@@ -257,7 +259,12 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
         blackouts.set(key, w);
         return w;
       });
-      const digest = used.size === 0 ? null : sha256(canonicalJson([...used.entries()].sort()));
+      const names = [...used.keys()].sort().join(',');
+      let digest = used.size === 0 ? null : (digests.get(names) ?? null);
+      if (used.size > 0 && digest === null) {
+        digest = sha256(canonicalJson([...used.entries()].sort()));
+        digests.set(names, digest);
+      }
       return { windows: { calendar: selection, blackouts: windows }, digest };
     },
   };

@@ -32,21 +32,38 @@ export interface BlackoutWindow {
   nextStart(afterMs: number, untilMs: number): number | null;
 }
 
-/** Windows `[s, s + durationMs)` for every due time `s` of `starts`. */
+/**
+ * Windows `[s, s + durationMs)` for every due time `s` of `starts`.
+ *
+ * Only `starts.next` is used (its windows are cached for forward queries; `last` is a search, ~1 ms for a
+ * weekly cron), and the stretch of time around the latest answer — inside one window, or in the gap before the
+ * next start — is remembered: the planner asks about fire times close to each other (and every schedule that
+ * names the same blackout shares it), so most questions cost a comparison.
+ */
 export function cronBlackout(name: string, action: BlackoutAction, starts: DueTimes, durationMs: number): BlackoutWindow {
+  /** Instants in [fromMs, toMs) are all inside a window (`inside`) or all outside every window. */
+  let known = { fromMs: 0, toMs: 0, inside: false };
+  const contains = (atMs: number): boolean => {
+    if (atMs >= known.fromMs && atMs < known.toMs) return known.inside;
+    // A window holds atMs exactly when one starts in (atMs - duration, atMs].
+    const first = starts.next(atMs - durationMs);
+    if (first !== null && first <= atMs) known = { fromMs: first, toMs: first + durationMs, inside: true };
+    else {
+      // No window holds atMs, and none starts before `first`: outside until then (or for good).
+      known = { fromMs: atMs, toMs: first ?? Infinity, inside: false };
+    }
+    return known.inside;
+  };
   return {
     name,
     action,
-    contains(atMs) {
-      // The latest start at or before atMs has the latest end of all windows that started by then.
-      const s = starts.last(atMs);
-      return s !== null && s + durationMs > atMs;
-    },
+    contains,
     endOf(atMs) {
-      const s = starts.last(atMs);
-      if (s === null || s + durationMs <= atMs) return null;
-      let end = s + durationMs;
-      for (let i = 0, n = starts.next(s); n !== null && n <= end; n = starts.next(n), i++) {
+      if (!contains(atMs)) return null;
+      const first = starts.next(atMs - durationMs)!;
+      // Windows that start before the current one ends extend it (the latest start at or before atMs among them).
+      let end = first + durationMs;
+      for (let i = 0, n = starts.next(first); n !== null && n <= end; n = starts.next(n), i++) {
         if (i >= MAX_MERGED) return null;
         end = n + durationMs;
       }

@@ -198,7 +198,7 @@ export class Calendar {
   whyNot(atMs: number): string | null {
     if (this.contains(atMs)) return null;
     const day = localDay(this.#zone, atMs);
-    const at = this.#uniform ? noonMs(this.#zone, day) : atMs; // day-level calendars: any instant of the day
+    const at = atMs;
     for (const c of this.#exclude) if (c.contains(at)) return c.name;
     const hasSources = this.#own !== null || this.#include.length > 0;
     if (hasSources && !(this.#own?.(day) ?? false) && !this.#include.some((c) => c.contains(at))) {
@@ -277,10 +277,8 @@ export function weekdayOf(day: DayNumber): number {
  */
 export class CalendarSelection {
   readonly #cal: Calendar;
-  readonly #include: readonly Calendar[];
 
   constructor(o: { timeZone: string; include: readonly Calendar[]; exclude: readonly Calendar[]; nth?: readonly number[] }) {
-    this.#include = o.include;
     this.#cal = new Calendar({ name: o.include.map((c) => c.name).join('+') || 'calendar', timeZone: o.timeZone, include: o.include, exclude: o.exclude, ...(o.nth ? { nth: o.nth } : {}) });
   }
 
@@ -293,12 +291,6 @@ export class CalendarSelection {
   exclusion(dueMs: number): string | null {
     const why = this.#cal.whyNot(dueMs);
     if (why === null) return null;
-    // An unnamed selection with one include: its own name is that include's.
     return `calendar ${why}`;
-  }
-
-  /** The included calendars (for messages). */
-  get include(): readonly Calendar[] {
-    return this.#include;
   }
 }
