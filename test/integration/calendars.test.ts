@@ -149,3 +149,33 @@ schedules:
     }
   });
 });
+
+describe('.ics calendars on a running flock', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('reloads when an .ics file beside the schedule files changes: its new days apply', async () => {
+    flock = await Flock.start();
+    const ics = (events: string): string => `BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//cronflock//test//EN\n${events}END:VCALENDAR\n`;
+    flock.writeSchedules(ics(''), 'days-off.ics');
+    flock.writeSchedules(`calendars:
+  - {name: days-off, timeZone: UTC, ics: ./days-off.ics}
+schedules:
+  - name: every-second
+    cron: "* * * * * *"
+    calendar: {exclude: days-off}
+    job: { kind: http, url: ${flock.receiver.url}/ics }
+`);
+    await flock.startReplica({ name: 'r1', schedules: flock.dir });
+    await until(async () => (await flock.runs('every-second')).some((r) => r.state === 'succeeded'), 20_000, 'a run');
+    const compact = (offsetDays: number): string => day(offsetDays).replaceAll('-', '');
+    // Today (and the days around it, for a test that runs at midnight) become days off.
+    const changedAt = Date.now();
+    flock.writeSchedules(ics(`BEGIN:VEVENT\nUID:off\nDTSTART;VALUE=DATE:${compact(-1)}\nDTEND;VALUE=DATE:${compact(2)}\nEND:VEVENT\n`), 'days-off.ics');
+    await until(async () => (await flock.runs('every-second')).some((r) => r.state === 'skipped'), 20_000, 'a skipped occurrence');
+    const runs = await flock.runs('every-second');
+    const skipped = runs.filter((r) => r.state === 'skipped');
+    for (const r of skipped) expect(r.reason).toBe('calendar days-off');
+    expect(Math.min(...skipped.map((r) => r.dueMs))).toBeGreaterThan(changedAt);
+  });
+});
