@@ -64,6 +64,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly runs: Counter<'schedule' | 'state'>;
   private readonly notRun: Counter<'schedule' | 'state' | 'reason'>;
+  private readonly delayed: Counter<'schedule' | 'reason'>;
   private readonly claims: Counter<'schedule' | 'kind'>;
   private readonly lateness: Histogram<'schedule'>;
   private readonly active: Gauge;
@@ -99,6 +100,12 @@ export class Metrics {
       name: 'cronflock_occurrences_not_run_total',
       help: 'Occurrences recorded missed or skipped (by this replica), by reason',
       labelNames: ['schedule', 'state', 'reason'],
+      registers: [r],
+    });
+    this.delayed = new Counter({
+      name: 'cronflock_occurrences_delayed_total',
+      help: 'Occurrences planned (by this replica) to fire later than their jitter window, by reason (blackout <name>): their start lateness counts from the later fire time',
+      labelNames: ['schedule', 'reason'],
       registers: [r],
     });
     this.claims = new Counter({
@@ -263,6 +270,15 @@ export class Metrics {
     }
   }
 
+  /**
+   * Feeds an occurrence the planner recorded to run with a reason: counts those a blackout delayed (the reason is
+   * `delayed: blackout <name> until …`, after `catch-up: …; ` when it also runs late: scripts/plan.ts).
+   */
+  onPlannedLate(o: { schedule: string; reason: string }): void {
+    const delayed = /(?:^|; )(delayed: blackout .*)$/.exec(o.reason);
+    if (delayed) this.delayed.inc({ schedule: o.schedule, reason: reasonLabel(delayed[1]!) });
+  }
+
   /** Feeds an occurrence the planner recorded missed or skipped. */
   onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
     this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
@@ -271,6 +287,8 @@ export class Metrics {
 
 /** A bounded label value: the reason without the occurrence keys some reasons name. */
 export function reasonLabel(reason: string): string {
+  const delayed = /^(?:starting deadline exceeded \()?delayed: (blackout .*) until /.exec(reason);
+  if (delayed) return reason.startsWith('starting') ? 'starting deadline exceeded (blackout delay)' : delayed[1]!.slice(0, 60);
   if (reason.startsWith('overlap')) return 'overlap';
   if (reason.startsWith('superseded')) return 'superseded';
   if (reason.startsWith('catch-up')) return 'catch-up';

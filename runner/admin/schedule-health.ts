@@ -10,6 +10,7 @@
  * next fire time, and the instant it becomes overdue. Every other schedule costs a few map look-ups per pass.
  */
 import type { EngineSchedule } from '../engine/schedule.js';
+import { calendarExpects } from '../engine/windows.js';
 import { overdueGraceMs, scheduleHealth, type ScheduleHealth } from '../records/health.js';
 import type { LastResult } from '../records/last-result.js';
 import type { Lane, Lanes } from '../engine/enqueue.js';
@@ -107,7 +108,7 @@ export class ScheduleHealthBoard {
         nowMs >= k.recomputeAtMs
       ) {
         const health = scheduleHealth(
-          { name: s.name, due: s.due, jitterMs: s.jitterMs, graceMs: overdueGraceMs(s), lastSuccessMs, sinceMs, suspended },
+          { name: s.name, due: s.due, jitterMs: s.jitterMs, graceMs: overdueGraceMs(s), lastSuccessMs, sinceMs, suspended, expected: calendarExpects(s) },
           nowMs,
         );
         const becomesOverdue = health.overdueFromMs !== null && health.overdueFromMs > nowMs ? health.overdueFromMs : Infinity;

@@ -17,9 +17,8 @@
 import { Command, CommanderError } from 'commander';
 import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
-import { fireTimeMs } from '../schedule/occurrence.js';
-import { localIso } from '../time/local-time.js';
 import { addControlCommands } from './control-commands.js';
+import { MAX_SCANNED, nextRows, noteOf, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addRbacCommand } from './rbac-command.js';
 import { addRestoreCommand } from './restore-command.js';
@@ -29,7 +28,7 @@ import { addRunsCommand } from './runs-command.js';
 import { addStartCommand, flagNames, reportLoad } from './start-command.js';
 import { addStatusCommand } from './status-command.js';
 import { addAlertRulesCommand } from './alert-rules-command.js';
-import { iso, table } from './text.js';
+import { table } from './text.js';
 
 /** Exit code of bad input: a usage error, a bad value, a refused URL (see the module doc). */
 export const EXIT_BAD_INPUT = 2;
@@ -79,37 +78,25 @@ program
   .option('-s, --schedule <name>', 'only this schedule')
   .option('-n, --count <n>', 'occurrences per schedule', positiveIntArg, 5)
   .option('--from <iso>', 'start after this instant (default: now)', isoTimeArg)
+  .option('--hide-skipped', 'leave out occurrences the calendar or a blackout skips (-n counts the others)')
   .option('--json', 'print JSON')
-  .action(async (path: string, o: { schedule?: string; count: number; from?: number; json?: boolean }) => {
+  .action(async (path: string, o: { schedule?: string; count: number; from?: number; hideSkipped?: boolean; json?: boolean }) => {
     const res = await loadSchedules(path);
     if (reportLoad(res, false) > 0 && res.schedules.length === 0) throw new CliError('no valid schedules');
     const list = o.schedule ? res.schedules.filter((s) => s.name === o.schedule) : res.schedules;
     if (o.schedule && list.length === 0) throw new CliError(`no schedule named "${o.schedule}" in ${path}`);
-    const rows: { schedule: string; timeZone: string; dueAt: string; dueLocal: string; fireAt: string; fireLocal: string; windowEnd: string }[] = [];
+    const rows: NextRow[] = [];
     for (const s of list) {
-      let t = o.from ?? Date.now();
-      for (let i = 0; i < o.count; i++) {
-        const due = s.due.next(t);
-        if (due === null) break;
-        const fire = fireTimeMs(s.name, due, s.jitterMs);
-        rows.push({
-          schedule: s.name,
-          timeZone: s.timeZone,
-          dueAt: iso(due),
-          dueLocal: localIso(due, s.timeZone),
-          fireAt: iso(fire),
-          fireLocal: localIso(fire, s.timeZone),
-          windowEnd: iso(due + s.jitterMs),
-        });
-        t = due;
-      }
+      const next = nextRows(s, o.from ?? Date.now(), o.count, o.hideSkipped === true);
+      rows.push(...next.rows);
+      if (next.truncated) process.stderr.write(`${s.name}: only ${next.rows.length} occurrences run among its next ${MAX_SCANNED} due times\n`);
     }
     if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     else {
       process.stdout.write(
         table(
-          ['SCHEDULE', 'DUE (UTC)', 'FIRE (UTC)', 'WINDOW END (UTC)', 'FIRE (LOCAL)', 'ZONE'],
-          rows.map((r) => [r.schedule, r.dueAt, r.fireAt, r.windowEnd, r.fireLocal, r.timeZone]),
+          ['SCHEDULE', 'DUE (UTC)', 'FIRE (UTC)', 'WINDOW END (UTC)', 'FIRE (LOCAL)', 'ZONE', 'NOTE'],
+          rows.map((r) => [r.schedule, r.dueAt, r.fireAt, r.windowEnd, r.fireLocal, r.timeZone, noteOf(r)]),
         ),
       );
     }

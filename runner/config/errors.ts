@@ -18,6 +18,9 @@
  * - `JITTER_TOO_LONG`: the jitter window reaches the next due time.
  * - `CRON_*`, `ZONE_UNKNOWN`: from the cron compiler (see `CronError` in runner/schedule/cron.ts).
  * - `JOB_INVALID`: the job kind's load-time `compile` refused the job block (e.g. module file missing).
+ * - `CALENDAR_UNKNOWN`: a calendar name that no file of the flock defines (or only a refused file does).
+ * - `CALENDAR_CYCLE`: calendars that include or exclude each other in a cycle.
+ * - `CALENDAR_INVALID`: a calendar's `.ics` file cannot be read or is not valid iCalendar.
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
@@ -32,7 +35,10 @@ export type ConfigErrorCode =
   | 'CRON_TZ_PREFIX'
   | 'CRON_UNSUPPORTED'
   | 'ZONE_UNKNOWN'
-  | 'JOB_INVALID';
+  | 'JOB_INVALID'
+  | 'CALENDAR_UNKNOWN'
+  | 'CALENDAR_CYCLE'
+  | 'CALENDAR_INVALID';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

@@ -416,8 +416,8 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     only(noList.errors, { line: 1, col: 1, field: 'schedules', code: 'NO_SCHEDULES' });
     const otherKey = await parseScheduleText('version: 1\n', 'test.yaml');
     expect(otherKey.errors.map((e) => [e.line, e.col, e.field, e.code])).toEqual([
-      [1, 1, 'schedules', 'NO_SCHEDULES'],
       [1, 1, 'version', 'SCHEMA_INVALID'],
+      [1, 1, 'schedules', 'NO_SCHEDULES'],
     ]);
   });
 });

@@ -25,7 +25,10 @@ import type { z } from 'zod';
 import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import type { DueTimes } from '../schedule/cron.js';
+import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
+import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
+import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import {
   jobSchema,
   scheduleFileSchema,
@@ -82,6 +85,12 @@ export interface CompiledSchedule {
   retryBackoffMaxMs: number;
   /** On `cronflock resume`: skip the occurrences missed while suspended, or run the latest of them. */
   onResume: OnResumePolicy;
+  /** The `calendar:` block as validated (names resolved at load); absent: every day. */
+  calendar?: ScheduleCalendarRef;
+  /** The `blackouts:` list as validated (durations in ms); absent: none. */
+  blackouts?: BlackoutEntry[];
+  /** The compiled calendar and blackouts (runner/config/calendars.ts); absent when the schedule has neither. */
+  windows?: ScheduleWindows;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -90,7 +99,8 @@ export interface CompiledSchedule {
   source: ScheduleSource;
   /**
    * sha256 (hex) of the canonical JSON (sorted keys) of the validated definition: every field above except
-   * `due`, `source` and `definitionHash`, with the job's validated parameters (before `compile`). Equal hashes
+   * `due`, `windows`, `source` and `definitionHash`, with the job's validated parameters (before `compile`);
+   * for a schedule that uses calendars, also of those calendars (entries, `.ics` contents). Equal hashes
    * mean an unchanged definition; a module job's file content is not part of it.
    */
   definitionHash: string;
@@ -199,11 +209,16 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
       );
     }
   }
+  // Calendar names resolve across all files; a file that uses a refused file's calendar is refused too.
+  const flock = resolveFlockCalendars(
+    checkedFiles.map((e) => ({ file: e.file, ok: e.errors.length === 0 && e.checked !== null, calendars: e.checked?.calendars ?? noFileCalendars(e.file) })),
+  );
+  for (const e of flock.errors) checkedFiles.find((f) => f.file === e.file)?.errors.push(e);
   for (const { file, checked, errors } of checkedFiles) {
     errors.sort(byPosition);
     const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
-    if (ok) result.schedules.push(...checked.schedules);
+    if (ok) result.schedules.push(...attachWindows(checked.schedules, flock));
     result.files.push({ file, ok, scheduleCount: ok ? checked.schedules.length : 0 });
   }
   return result;
@@ -219,8 +234,10 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const { schedules, errors } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
-  return errors.length === 0 ? { schedules, errors } : { schedules: [], errors };
+  const checked = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
+  const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
+  const errors = [...checked.errors, ...flock.errors].sort(byPosition);
+  return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors } : { schedules: [], errors };
 }
 
 async function scheduleFilesIn(dir: string): Promise<string[]> {
@@ -309,6 +326,8 @@ interface CheckedText {
   errors: ConfigError[];
   /** Every string `name` the file defines (even when the file is refused), in order. */
   names: NameDefinition[];
+  /** The calendars the file defines and the calendar names its schedules use (resolved across files). */
+  calendars: FileCalendars;
 }
 
 type Path = (string | number)[];
@@ -329,7 +348,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file) };
   }
   const locator = new Locator(doc, at);
   const protoErrors = protoKeyErrors(doc, file, at);
@@ -354,14 +373,14 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
       reason: 'the file defines no schedules',
       hint: 'start the file with "schedules:" and list at least one schedule (name, cron, job)',
     });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file) };
   }
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
     const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: (err as Error).message, cause: err });
-    return { schedules: [], errors: [e], names: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file) };
   }
 
   const parsed = scheduleFileSchema.safeParse(data);
@@ -401,6 +420,9 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   }
   await Promise.all(compiles);
 
+  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator.position(path, false));
+  problems.push(...fileCalendars.problems);
+
   const names: NameDefinition[] = [];
   for (const [i, item] of items.entries()) {
     const name = (item as { name?: unknown } | null)?.name;
@@ -412,13 +434,13 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   // A strict map also calls a __proto__ key unknown: the key's own error says more.
   const schemaErrors = problems.filter((p) => protoErrors.length === 0 || p.path[p.path.length - 1] !== '__proto__').map(toError);
   const errors = [...schemaErrors, ...protoErrors].sort(byPosition);
-  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names };
+  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, calendars: fileCalendars.calendars };
 
   const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
     file,
     ...locator.position(['schedules', i], false),
   }));
-  return { schedules, errors: [], names };
+  return { schedules, errors: [], names, calendars: fileCalendars.calendars };
 }
 
 /**
@@ -465,7 +487,7 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 }
 
 function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
-  const { due: _due, ...definition } = s;
+  const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
   const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
   return { ...definition, job, due: s.due, source, definitionHash };
 }
@@ -683,14 +705,14 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
   if (issue.code === 'custom' && typeof params?.code === 'string') {
     const code = params.code as ConfigErrorCode;
     if (code === 'NAME_DUPLICATE' && typeof params.firstIndex === 'number') {
-      const firstPath = ['schedules', params.firstIndex, 'name'];
-      const pos = locator.position(firstPath, false);
+      const list = params.list === 'calendars' ? 'calendars' : 'schedules';
+      const pos = locator.position([list, params.firstIndex, 'name'], false);
       return [
         {
           code,
           path,
           reason: `${issue.message} (${file}:${pos.line}:${pos.col})`,
-          hint: 'schedule names must be unique across all schedule files',
+          hint: `${list === 'calendars' ? 'calendar' : 'schedule'} names must be unique across all schedule files`,
         },
       ];
     }

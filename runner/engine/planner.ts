@@ -36,6 +36,7 @@ import type { Keyspace } from '../redis/keys.js';
 import type { PlannedFinal, PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
+import { applyWindows } from './windows.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
@@ -85,6 +86,8 @@ export class Planner {
   lastTickOkAt = 0;
   /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
   onFinal: ((o: PlannedFinal & { schedule: string }) => void) | undefined;
+  /** Called with each occurrence this replica recorded to run with a reason (delayed by a blackout, caught up late). */
+  onPlannedLate: ((o: { schedule: string; key: string; reason: string }) => void) | undefined;
   /** Called with the occurrences one plan call recorded and its start and end on the Redis clock (tracing). */
   onPlanned: ((items: PlannedOccurrenceTrace[], startMs: number, endMs: number) => void) | undefined;
 
@@ -328,6 +331,7 @@ export class Planner {
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
       for (const f of finals) this.onFinal?.({ ...f, schedule: byKey.get(f.key)!.schedule });
+      for (const e of toEnqueue) if (e.reason !== '') this.onPlannedLate?.({ ...e, schedule: byKey.get(e.key)!.schedule });
       // Tracing (runner/tracing/): the plan span of each occurrence recorded here.
       this.onPlanned?.(
         [...toEnqueue.map((e) => ({ ...e, state: 'scheduled' as const })), ...finals].map(({ key, state, reason }) => ({ ...byKey.get(key)!, key, state, reason })),
@@ -377,6 +381,17 @@ export class Planner {
 
 /** Adds the offer of one schedule's candidates (due-time order) to `items`, for the plan script to decide. */
 function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Candidate[]): void {
-  const keep = keepFireTimes(cands, s);
-  cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep[i]!, policy: s }));
+  for (const it of offerOf(s, cands)) items.push(it);
+}
+
+/**
+ * The offer of one schedule's candidates (due-time order), as the plan script takes it: the calendar and
+ * blackouts first (windows.ts: a fixed final state, or a later fire time with its reason), then, among those they
+ * let run only (a skipped due time takes no catch-up place), the fire time `keep` places later (dispositions.ts).
+ */
+export function offerOf(s: EngineSchedule, cands: readonly Candidate[]): PlannedOccurrence[] {
+  const windowed = applyWindows(cands, s);
+  const open = windowed.filter((c) => c.fixed === undefined);
+  const keep = new Map(keepFireTimes(open, s).map((k, j) => [open[j]!, k]));
+  return windowed.map((c) => ({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep.get(c) ?? null, policy: s }));
 }

@@ -176,6 +176,7 @@ export class Replica {
       executor.tracer = tracing;
       if (tracing !== NO_TRACING) planner.onPlanned = (items, startMs, endMs) => tracing.planned(items, startMs, endMs);
       planner.onFinal = (x) => metrics.onPlannedFinal(x);
+      planner.onPlannedLate = (x) => metrics.onPlannedLate(x);
       executor.setSchedules(p.schedules);
       const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
       replica.metrics = metrics;

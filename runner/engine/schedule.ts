@@ -1,6 +1,7 @@
 /** What the engine needs of a schedule; the config loader's compiled schedules satisfy it. */
 import type { DueTimes } from '../schedule/cron.js';
 import type { DispositionPolicy } from './dispositions.js';
+import type { ScheduleWindows } from './windows.js';
 
 /** A compiled schedule as the planner and the executor use it. Durations in ms. */
 export interface EngineSchedule extends DispositionPolicy {
@@ -23,6 +24,8 @@ export interface EngineSchedule extends DispositionPolicy {
   onResume?: 'skip' | 'latest';
   /** Hash of the definition as loaded (published for operators). */
   definitionHash?: string;
+  /** Calendar and blackout windows (windows.ts); absent: every day, no blackouts. */
+  windows?: ScheduleWindows;
   /** The job block after validation and compilation (`kind` selects the job kind). */
   job: { kind: string };
 }
