@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_ICS_FILE_BYTES } from './calendars.js';
 import { loadSchedules, parseScheduleText } from './load.js';
 
 const JOB = 'job: {kind: http, url: "http://127.0.0.1:1/"}';
@@ -141,6 +142,19 @@ schedules:
       ['b-schedules.yaml', true, 1],
     ]);
     expect(res.schedules[0]!.windows!.calendar!.exclusion(Date.parse('2026-12-25T08:00:00Z'))).toBe('calendar holidays');
+  });
+
+  it('refuses an .ics file over 4 MiB before reading it, naming the file and the limit; the other files load', async () => {
+    const big = 'BEGIN:VCALENDAR\r\nVERSION:2.0\r\n' + 'X-PAD:' + 'x'.repeat(MAX_ICS_FILE_BYTES) + '\r\nEND:VCALENDAR\r\n';
+    const dir = directory({
+      'a.yaml': `calendars:\n  - {name: off, ics: ./off.ics}\nschedules:\n  - name: s\n    cron: "0 9 * * *"\n    calendar: {exclude: off}\n    ${JOB}\n`,
+      'b.yaml': `schedules:\n  - name: t\n    cron: "0 9 * * *"\n    ${JOB}\n`,
+      'off.ics': big,
+    });
+    const res = await loadSchedules(dir);
+    expect(res.errors.map(where)).toEqual(['a.yaml:2:22 CALENDAR_INVALID calendars[0].ics']);
+    expect(res.errors[0]!.message).toMatch(/is 4\.0 MiB; an \.ics file may be at most 4 MiB/);
+    expect(res.schedules.map((x) => x.name)).toEqual(['t']);
   });
 
   it('refuses a calendar name defined in two files (both), and a file that uses a refused file\'s calendar', async () => {

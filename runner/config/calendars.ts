@@ -12,7 +12,6 @@
  * same blackout share one compiled object, so a million schedules on a few calendars cost a map lookup each.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { calendarBlackout, cronBlackout, type BlackoutWindow } from '../schedule/blackout.js';
 import { Calendar, CalendarSelection, parseIsoDay, parseMonthDay, parseWeekday } from '../schedule/calendar.js';
@@ -23,9 +22,17 @@ import { editDistance } from '../schedule/zone.js';
 import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { calendarSchema, type BlackoutEntry, type CalendarEntry, type ScheduleCalendarRef } from './calendars-schema.js';
+import { readBounded } from './read-bounded.js';
 import { canonicalJson, type CompiledSchedule } from './load.js';
 
 type Path = (string | number)[];
+
+
+/**
+ * Largest `.ics` file read (4 MiB). A year of public holidays is a few kB; ical.js holds several times a file's
+ * size while parsing, so a larger file is refused before it is read.
+ */
+export const MAX_ICS_FILE_BYTES = 4 * 1024 * 1024;
 
 /** Where something is written: file, 1-based position, field path. */
 interface Place {
@@ -101,7 +108,11 @@ export async function readFileCalendars(
     if (entry.ics !== undefined) {
       const path = resolve(baseDir, entry.ics);
       try {
-        const text = await readFile(path, 'utf8');
+        const read = await readBounded(path, MAX_ICS_FILE_BYTES);
+        if (read.tooLarge) {
+          throw new Error(`is ${(read.sizeBytes / 1024 / 1024).toFixed(1)} MiB; an .ics file may be at most ${MAX_ICS_FILE_BYTES / 1024 / 1024} MiB`);
+        }
+        const text = read.text;
         icsSha = createHash('sha256').update(text).digest('hex');
         ics = await icsDays(text, entry.timeZone);
       } catch (err) {

@@ -26,6 +26,7 @@ import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import type { DueTimes } from '../schedule/cron.js';
 import type { ScheduleWindows } from '../engine/windows.js';
+import { readBounded } from './read-bounded.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
@@ -248,29 +249,6 @@ async function scheduleFilesIn(dir: string): Promise<string[]> {
     if ((await stat(file).catch(() => null))?.isFile()) files.push(file);
   }
   return files;
-}
-
-/** The file as UTF-8 text, unless it holds more than `maxBytes` (then its size; at most `maxBytes` + 64 KiB are read). */
-async function readBounded(file: string, maxBytes: number): Promise<{ tooLarge: false; text: string } | { tooLarge: true; sizeBytes: number }> {
-  const fh = await open(file, 'r');
-  try {
-    const size = (await fh.stat()).size;
-    if (size > maxBytes) return { tooLarge: true, sizeBytes: size };
-    // Read in chunks, not by the size from stat: the file may grow in between.
-    const chunks: Buffer[] = [];
-    let n = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024);
-      const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      n += bytesRead;
-      if (n > maxBytes) return { tooLarge: true, sizeBytes: Math.max(n, (await fh.stat()).size) };
-    }
-    return { tooLarge: false, text: Buffer.concat(chunks, n).toString('utf8') };
-  } finally {
-    await fh.close();
-  }
 }
 
 function tooLarge(file: string, sizeBytes: number): ConfigError {
