@@ -4,7 +4,7 @@
  * at `file:line:col` of the offending YAML node; in a directory the other files still load.
  */
 import { createHash } from 'node:crypto';
-import { open, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   LineCounter,
