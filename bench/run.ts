@@ -8,6 +8,7 @@
  *   failover    --trials 30 --locks default,1s,500ms                          vs a lease singleton (15/10/2 s)
  *   idle        --schedules 1000000 --due 10                                  RSS/CPU with many registered schedules
  *   api         --schedules 10000 --requests 300                              the dashboard's GET /api/v1/schedules latency
+ *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
@@ -16,6 +17,7 @@ import { installCleanup } from './lib/procs.js';
 import { Flags } from './lib/util.js';
 import { burst } from './scenarios/burst.js';
 import { failover } from './scenarios/failover.js';
+import { health } from './scenarios/health.js';
 import { idle } from './scenarios/idle.js';
 import { api } from './scenarios/api.js';
 import { throughput } from './scenarios/throughput.js';
@@ -29,6 +31,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   failover: () => failover(flags),
   idle: () => idle(flags),
   api: () => api(flags),
+  health: () => health(flags),
   soak: () => soakMain(process.argv.slice(3)),
 };
 if (!scenarios[scenario]) {

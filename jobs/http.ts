@@ -147,6 +147,8 @@ async function run(ctx: JobContext, p: HttpJobParams): Promise<{ status: number 
         ...(hasBody ? { 'content-type': 'application/json' } : {}),
         'x-cronflock-occurrence': o.key,
         'x-cronflock-fencing-token': String(o.fencingToken),
+        // The attempt's span (runner/tracing/); sent on every hop like our other headers (it carries no secret).
+        ...(ctx.trace ? { traceparent: ctx.trace.traceparent } : {}),
       },
       // The signature goes where the body goes (the URL's origin, see exchange), after the job's own headers, which
       // cannot replace it (x-cronflock-* names are refused at load anyway). signBody throws when a key cannot be read:

@@ -13,7 +13,7 @@
  */
 import { parentPort, Worker } from 'node:worker_threads';
 import { importUserJob, UserModuleError } from './module-import.js';
-import type { JobContext, JobLogger, OccurrenceInfo } from './types.js';
+import type { JobContext, JobLogger, OccurrenceInfo, TraceContext } from './types.js';
 
 /** What the host is asked to do. */
 export interface HostTask {
@@ -24,6 +24,8 @@ export interface HostTask {
   params?: Record<string, unknown>;
   occurrence?: OccurrenceInfo;
   replica?: string;
+  /** The attempt's trace context when the replica traces (`--otel`), given to the job as `context.trace`. */
+  trace?: TraceContext;
 }
 
 /** Messages to the host. */
@@ -101,7 +103,13 @@ async function start(task: HostTask): Promise<void> {
     (obj: object | string, msg?: string): void =>
       void port.send({ type: 'log', level: name, obj: cloneable(obj), ...(msg === undefined ? {} : { msg }) });
   const log: JobLogger = { info: level('info'), warn: level('warn'), error: level('error'), debug: level('debug') };
-  const ctx: JobContext = { occurrence: task.occurrence!, signal: ac.signal, log, replica: task.replica ?? '' };
+  const ctx: JobContext = {
+    occurrence: task.occurrence!,
+    signal: ac.signal,
+    log,
+    replica: task.replica ?? '',
+    ...(task.trace ? { trace: task.trace } : {}),
+  };
   try {
     const value = await job.run(ctx, task.params ?? {});
     await end({ type: 'done', value: cloneable(value) }, 0);

@@ -131,7 +131,8 @@ export const moduleJob: JobKind<ModuleJobParams, CompiledModuleJob> = {
   async run(ctx: JobContext, p: CompiledModuleJob) {
     if (p.isolation === 'none') return (await importHere(p, ctx.signal)).run(ctx, p.params);
     try {
-      return await runSandboxed(p.isolation, ctx, { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica }, p.limits);
+      const task = { file: p.file, params: p.params, occurrence: ctx.occurrence, replica: ctx.replica, ...(ctx.trace ? { trace: ctx.trace } : {}) };
+      return await runSandboxed(p.isolation, ctx, task, p.limits);
     } catch (err) {
       // A module that stopped loading since the load-time check (edited, or depending on something that changed).
       if (err instanceof SandboxError && err.phase === 'load') throw new Error(`module ${p.file}: ${err.message}`);

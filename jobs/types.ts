@@ -68,6 +68,20 @@ export interface JobContext {
    * cannot be read (the request must then not be sent unsigned).
    */
   signBody?: (body: string) => Record<string, string>;
+  /**
+   * The OpenTelemetry trace context of this attempt, when the replica traces (`--otel`): give `traceparent` to
+   * the systems the job calls (the http job sends it as a header), or continue the trace with
+   * `propagation.extract(context.active(), { traceparent })` from `@opentelemetry/api`. Absent otherwise.
+   */
+  trace?: TraceContext;
+}
+
+/** W3C trace context of an attempt (runner/tracing/): one trace per occurrence, this span the attempt's. */
+export interface TraceContext {
+  /** `00-<traceId>-<spanId>-01`, the W3C header value. */
+  traceparent: string;
+  traceId: string;
+  spanId: string;
 }
 
 /** See {@link JobContext.schedule}. */

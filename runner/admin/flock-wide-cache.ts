@@ -5,20 +5,46 @@
  * 100 concurrent scrapes of 50,000 entries took 48 s and delayed claims by 22 s.)
  *
  * - Redis reachability: a PING every `pingEveryMs` (1 s), each given at most `pingTimeoutMs`.
- * - The flock-wide last success of each schedule this replica runs (`{ns}:lastok`): read with HSCAN in pages
- *   of `pageSize` fields, one page at a time, in passes that start `refreshEveryMs` (2 s) apart, or 10 times
- *   as long as the previous pass took if that is longer, up to 30 s (with 50,000 schedules a pass is 101
- *   small pages). A
- *   pass that runs out of its `budgetMs` stops and continues where it stopped on the next turn; the values
- *   served change only when a pass is complete. Each page is small work for Redis, and other commands (claims)
- *   go between pages.
- * - The flock's backfill backlog per schedule (runner/records/backfill.ts), read at the start of each pass:
- *   a few commands, proportional to the schedules with a backfill and the admitted ones (bounded by
- *   `--backfill-concurrency`), not to all schedules.
+ * - Per schedule this replica runs, flock-wide (the health metrics: admin/schedule-health.ts): its last success
+ *   (`{ns}:lastok`), its latest final state with its consecutive failures (`{ns}:lastresult`), and whether it
+ *   is suspended (`{ns}:suspended`). Each hash is read with HSCAN in pages of `pageSize` fields, one page at a
+ *   time, in passes that start `refreshEveryMs` (2 s) apart, or 10 times as long as the previous pass took if
+ *   that is longer, up to 30 s (with 100,000 schedules a pass is about 400 small pages). A pass that runs out of
+ *   its `budgetMs` stops and continues where it stopped on the next turn; the values served change only when a
+ *   pass is complete. Each page is small work for Redis, and other commands (claims) go between pages.
+ * - At the start of each pass: the flock's backfill backlog per schedule (runner/records/backfill.ts), a few
+ *   commands proportional to the schedules with a backfill and the admitted ones (bounded by
+ *   `--backfill-concurrency`), not to all schedules; and, when `readQueues` is given, the queues' job counts
+ *   (a few commands: BullMQ's `getJobCounts`).
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { backfillCounts, type BackfillCount } from '../records/backfill.js';
+import { parseLastResult, type LastResult } from '../records/last-result.js';
+
+/** Jobs of a lane's BullMQ queue by state (waiting: ready for a worker; delayed: due later; active: held). */
+export interface QueueCounts {
+  waiting: number;
+  delayed: number;
+  active: number;
+}
+
+/** What one complete pass read, flock-wide, for the schedules this replica runs. Times are Redis UTC ms. */
+export interface FlockWideValues {
+  /** Schedule → Redis time of its latest success. */
+  lastSuccessMs: ReadonlyMap<string, number>;
+  /** Schedule → its latest final state (absent: none on record). */
+  lastResult: ReadonlyMap<string, LastResult>;
+  /** Schedules suspended at run time (`cronflock suspend`). */
+  suspended: ReadonlySet<string>;
+}
+
+/** One hash a pass reads, and what it keeps of each field. */
+interface PassPhase {
+  key: string;
+  take(values: PassValues, field: string, value: string): void;
+}
+type PassValues = { lastSuccessMs: Map<string, number>; lastResult: Map<string, LastResult>; suspended: Set<string> };
 
 /** Timing of the loop (ms) and the page size; tests and benchmarks may shorten them. */
 export interface FlockWideCacheOptions {
@@ -45,25 +71,37 @@ const MAX_PASS_EVERY_MS = 30_000;
 export class FlockWideCache {
   /** Schedule → Redis time (ms) of its latest success, flock-wide; only schedules `known()` names. */
   lastSuccessMs: ReadonlyMap<string, number> = new Map();
+  /** The latest complete pass (empty before the first). */
+  values: FlockWideValues = { lastSuccessMs: new Map(), lastResult: new Map(), suspended: new Set() };
+  /** Jobs per lane (lane → counts), flock-wide, as of the latest pass start; empty without `readQueues`. */
+  queues: ReadonlyMap<string, QueueCounts> = new Map();
+  /** Reads the lanes' job counts at each pass start (replica.ts gives BullMQ's getJobCounts). */
+  readQueues: (() => Promise<ReadonlyMap<string, QueueCounts>>) | undefined;
   /** Monotonic time (performance.now) of the latest PING answered; 0 before the first. */
   redisOkAtMs = 0;
   /** Why the latest PING failed; undefined after a success. */
   redisProblem: string | undefined = 'no answer yet';
-  /** Monotonic time of the latest complete last-success pass; 0 before the first. */
+  /** Monotonic time of the latest complete pass; 0 before the first. */
   refreshedAtMs = 0;
+  /** How long the latest complete pass took (ms), from its first page to its last, waits between turns included. */
+  lastPassMs = 0;
   /** Backfill occurrences per schedule that has any, flock-wide, as of the latest pass start. */
   backfill: ReadonlyMap<string, BackfillCount> = new Map();
+  /** Called with the queues' job counts read at each pass start. */
+  onQueues: ((queues: ReadonlyMap<string, QueueCounts>) => void) | undefined;
   /** Called with the backlog read at each pass start. */
   onBackfill: ((counts: ReadonlyMap<string, BackfillCount>) => void) | undefined;
   /** Called with the values of each complete pass (and awaited: the metrics build their text from them). */
-  onPass: ((values: ReadonlyMap<string, number>) => Promise<void> | void) | undefined;
+  onPass: ((values: FlockWideValues) => Promise<void> | void) | undefined;
 
   private readonly o: FlockWideCacheOptions;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private loop: Promise<void> | undefined;
-  /** An unfinished pass: the HSCAN cursor and what it read so far. */
-  private pass: { cursor: string; values: Map<string, number> } | undefined;
+  /** An unfinished pass: which hash it reads (index into `phases`), the HSCAN cursor and what it read so far. */
+  private pass: { phase: number; cursor: string; values: PassValues } | undefined;
+  /** The hashes a pass reads, in order. */
+  private readonly phases: readonly PassPhase[];
   /** Time between the starts of two passes: refreshEveryMs, or 10 × the latest pass if longer (≤ 30 s). */
   private passEveryMs: number;
   /** Monotonic time the latest pass started. */
@@ -81,6 +119,17 @@ export class FlockWideCache {
   ) {
     this.o = { ...DEFAULT_FLOCK_WIDE_CACHE_OPTIONS, ...options };
     this.passEveryMs = this.o.refreshEveryMs;
+    this.phases = [
+      { key: keys.lastSuccess, take: (v, field, value) => v.lastSuccessMs.set(field, Number(value)) },
+      {
+        key: keys.lastResult,
+        take: (v, field, value) => {
+          const r = parseLastResult(value);
+          if (r) v.lastResult.set(field, r);
+        },
+      },
+      { key: keys.suspended, take: (v, field) => v.suspended.add(field) },
+    ];
   }
 
   /** Starts the loop (the first turn at once). */
@@ -126,6 +175,14 @@ export class FlockWideCache {
       } catch {
         /* keep the last values; the next pass tries again */
       }
+      if (this.readQueues) {
+        try {
+          this.queues = await this.bounded(this.readQueues());
+          this.onQueues?.(this.queues);
+        } catch {
+          /* as above */
+        }
+      }
     }
     try {
       await this.scan();
@@ -134,22 +191,25 @@ export class FlockWideCache {
     }
   }
 
-  /** Continues (or starts) a last-success pass for at most `budgetMs`. */
+  /** Continues (or starts) a pass for at most `budgetMs`. */
   private async scan(): Promise<void> {
     const until = performance.now() + this.o.budgetMs;
     if (this.pass === undefined) this.passStartedMs = performance.now();
-    const pass = (this.pass ??= { cursor: '0', values: new Map() });
+    const pass = (this.pass ??= { phase: 0, cursor: '0', values: { lastSuccessMs: new Map(), lastResult: new Map(), suspended: new Set() } });
     const known = this.known();
     do {
-      const [cursor, flat] = await this.bounded(this.redis.hscan(this.keys.lastSuccess, pass.cursor, 'COUNT', this.o.pageSize));
+      const phase = this.phases[pass.phase]!;
+      const [cursor, flat] = await this.bounded(this.redis.hscan(phase.key, pass.cursor, 'COUNT', this.o.pageSize));
       for (let i = 0; i + 1 < flat.length; i += 2) {
-        if (known.has(flat[i]!)) pass.values.set(flat[i]!, Number(flat[i + 1]));
+        if (known.has(flat[i]!)) phase.take(pass.values, flat[i]!, flat[i + 1]!);
       }
       pass.cursor = cursor;
-      if (cursor === '0') {
-        this.lastSuccessMs = pass.values;
+      if (cursor === '0' && ++pass.phase === this.phases.length) {
+        this.values = pass.values;
+        this.lastSuccessMs = pass.values.lastSuccessMs;
         this.refreshedAtMs = performance.now();
-        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * (this.refreshedAtMs - this.passStartedMs)));
+        this.lastPassMs = this.refreshedAtMs - this.passStartedMs;
+        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * this.lastPassMs));
         this.pass = undefined;
         await this.onPass?.(pass.values);
         return;

@@ -2,10 +2,11 @@
  * Prometheus metrics of a replica (prom-client). Counters count what THIS replica decided or ran; sum them
  * over replicas for the flock. Names follow Prometheus conventions: `_total` counters, base units (seconds).
  *
- * The flock-wide gauge (last success per schedule) comes from the admin server's cache (flock-wide-cache.ts),
- * so rendering never sends a Redis command, and its text is built once per cache pass, in slices, rather
- * than by prom-client at every rendering: prom-client took 1.3–1.7 s of blocked event loop to render 50,000
- * series (claims wait meanwhile); building the same text takes ~90 ms, cut into slices of a few ms.
+ * The flock-wide gauges come from the admin server's cache (flock-wide-cache.ts), so rendering never sends a
+ * Redis command. The per-schedule health series (`cronflock_schedule_*`, schedule-health.ts) are built as text
+ * once per cache pass, in slices, rather than by prom-client at every rendering: prom-client took 1.3–1.7 s of
+ * blocked event loop to render 50,000 series (claims wait meanwhile); building the same text takes ~90 ms, cut
+ * into slices of a few ms. Which schedules get them is the user's choice (`--schedule-metrics`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
 import type { RunEvent } from '../engine/executor.js';
@@ -13,9 +14,46 @@ import type { PlannedFinal } from '../redis/store.js';
 import type { RedisClock } from '../redis/clock.js';
 import { onRedisCommandError } from '../redis/command-errors.js';
 import type { BackfillCount } from '../records/backfill.js';
+import type { QueueCounts } from './flock-wide-cache.js';
+import type { ScheduleHealthRow, ScheduleHealthTotals } from './schedule-health.js';
 
-const LAST_SUCCESS = 'cronflock_last_success_timestamp_seconds';
-/** Series of the flock-wide gauge built between two yields to the event loop. */
+/**
+ * The per-schedule health gauges, flock-wide (the same on every replica running the schedule): name, help, and
+ * the value(s) of a row (an array: one series per entry, with extra labels; none: no series for that row).
+ */
+const SCHEDULE_GAUGES: readonly { name: string; help: string; series(r: ScheduleHealthRow): readonly (readonly [string, number])[] }[] = [
+  {
+    name: 'cronflock_schedule_next_fire_timestamp_seconds',
+    help: 'Fire time of the next occurrence of each schedule that has not fired yet',
+    series: (r) => (r.nextFireMs === null ? [] : [['', r.nextFireMs / 1000]]),
+  },
+  {
+    name: 'cronflock_schedule_last_success_timestamp_seconds',
+    help: 'Redis time of the latest success of each schedule, flock-wide',
+    series: (r) => (r.lastSuccessMs === undefined ? [] : [['', r.lastSuccessMs / 1000]]),
+  },
+  {
+    name: 'cronflock_schedule_overdue_seconds',
+    help: 'How long each schedule is past the fire time plus grace of an occurrence that did not succeed (0: fine; grace: overdueGrace, else the timeout, else 5m)',
+    series: (r) => [['', r.overdueMs / 1000]],
+  },
+  {
+    name: 'cronflock_schedule_last_result',
+    help: 'The latest final state of each schedule (1, with the state as a label): succeeded, failed, missed or skipped',
+    series: (r) => (r.lastResult === undefined ? [] : [[`,state="${r.lastResult.state}"`, 1]]),
+  },
+  {
+    name: 'cronflock_schedule_consecutive_failures',
+    help: 'Occurrences of each schedule that ended failed since its latest success (missed and skipped ones neither add nor reset)',
+    series: (r) => [['', r.lastResult?.consecutiveFailures ?? 0]],
+  },
+  {
+    name: 'cronflock_schedule_suspended',
+    help: 'Whether each schedule is suspended (cronflock suspend, or suspend: true in its file): 1 or 0',
+    series: (r) => [['', r.suspended ? 1 : 0]],
+  },
+];
+/** Series of the per-schedule gauges built between two yields to the event loop. */
 const SERIES_PER_SLICE = 2_000;
 
 /** A label value in the exposition format: backslash, double quote and line feed escaped. */
@@ -26,20 +64,26 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly runs: Counter<'schedule' | 'state'>;
   private readonly notRun: Counter<'schedule' | 'state' | 'reason'>;
+  private readonly delayed: Counter<'schedule' | 'reason'>;
   private readonly claims: Counter<'schedule' | 'kind'>;
   private readonly lateness: Histogram<'schedule'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
   private readonly backfill: Gauge<'schedule' | 'state'>;
+  private readonly schedules: Gauge<'health'>;
+  private readonly queueJobs: Gauge<'lane' | 'state'>;
   /** Steps of this host's wall clock that the replica noticed (RedisClock.detectStep). */
   readonly clockSteps: Counter;
   private readonly stopCountingCommandErrors: () => void;
-  /** Exposition text of the flock-wide last-success gauge, as of the latest cache pass. */
-  private lastSuccessText = '';
+  /** Exposition text of the per-schedule health gauges (UTF-8, in slices), as of the latest cache pass. */
+  private scheduleChunks: readonly Buffer[] = [];
   private readonly replicaLabel: string;
 
-  /** @param o.activeRuns claims held now (0 before the executor runs). */
-  constructor(o: { clock: RedisClock; activeRuns: () => number; replica: string }) {
+  /**
+   * @param o.activeRuns claims held now (0 before the executor runs).
+   * @param o.redisUp whether the latest PING of the flock-wide cache was answered recently.
+   */
+  constructor(o: { clock: RedisClock; activeRuns: () => number; replica: string; redisUp?: () => boolean }) {
     this.replicaLabel = labelValue(o.replica);
     const r = this.registry;
     r.setDefaultLabels({ replica: o.replica });
@@ -56,6 +100,12 @@ export class Metrics {
       name: 'cronflock_occurrences_not_run_total',
       help: 'Occurrences recorded missed or skipped (by this replica), by reason',
       labelNames: ['schedule', 'state', 'reason'],
+      registers: [r],
+    });
+    this.delayed = new Counter({
+      name: 'cronflock_occurrences_delayed_total',
+      help: 'Occurrences planned (by this replica) to fire later than their jitter window, by reason (blackout <name>): their start lateness counts from the later fire time',
+      labelNames: ['schedule', 'reason'],
       registers: [r],
     });
     this.claims = new Counter({
@@ -105,25 +155,64 @@ export class Metrics {
       labelNames: ['schedule', 'state'],
       registers: [r],
     });
+    new Gauge({
+      name: 'cronflock_redis_up',
+      help: "Whether this replica's Redis answers: 1 when its latest PING (every second) was answered within 3 s, else 0",
+      registers: [r],
+      collect() {
+        this.set(o.redisUp?.() === false ? 0 : 1);
+      },
+    });
+    this.schedules = new Gauge({
+      name: 'cronflock_schedules',
+      help: 'Schedules this replica runs, flock-wide health: health=total, overdue, failing (a failure since the latest success), suspended',
+      labelNames: ['health'],
+      registers: [r],
+    });
+    this.queueJobs = new Gauge({
+      name: 'cronflock_queue_jobs',
+      help: "Jobs on the flock's queues, flock-wide, by lane (live, backlog) and state: waiting (fire time come, no free worker slot yet), delayed (due later), active (held by a worker)",
+      labelNames: ['lane', 'state'],
+      registers: [r],
+    });
     this.stopCountingCommandErrors = onRedisCommandError(() => this.redisErrors.inc({ kind: 'command' }));
   }
 
   /**
-   * Rebuilds the text of `cronflock_last_success_timestamp_seconds` (Redis time of the latest success of each
-   * schedule this replica runs, flock-wide) from `values` (schedule → Redis ms), yielding to the event loop
-   * every {@link SERIES_PER_SLICE} series. One call at a time (the cache's loop calls it after each pass).
+   * Rebuilds the text of the per-schedule health gauges ({@link SCHEDULE_GAUGES}) from `rows` (already chosen by
+   * `--schedule-metrics`), yielding to the event loop every {@link SERIES_PER_SLICE} series, and sets the totals.
+   * One call at a time (the cache's loop calls it after each pass).
    */
-  async setLastSuccess(values: ReadonlyMap<string, number>): Promise<void> {
-    const parts = [
-      `# HELP ${LAST_SUCCESS} Redis time of the latest success of each schedule this replica runs, flock-wide (alert on time() minus this)\n`,
-      `# TYPE ${LAST_SUCCESS} gauge\n`,
-    ];
-    let n = 0;
-    for (const [schedule, ms] of values) {
-      parts.push(`${LAST_SUCCESS}{schedule="${labelValue(schedule)}",replica="${this.replicaLabel}"} ${ms / 1000}\n`);
-      if (++n % SERIES_PER_SLICE === 0) await new Promise((r) => setImmediate(r));
+  async setScheduleHealth(rows: readonly ScheduleHealthRow[], totals: ScheduleHealthTotals): Promise<void> {
+    for (const [health, n] of Object.entries(totals)) this.schedules.set({ health }, n);
+    // Kept as bytes, a slice at a time: joining 600,000 lines into one string blocked the event loop ~200 ms.
+    const chunks: Buffer[] = [];
+    let pending: string[] = [];
+    for (const g of SCHEDULE_GAUGES) {
+      let header = `# HELP ${g.name} ${g.help}\n# TYPE ${g.name} gauge\n`;
+      for (const row of rows) {
+        for (const [labels, value] of g.series(row)) {
+          if (header) pending.push(header);
+          header = '';
+          pending.push(`${g.name}{schedule="${labelValue(row.name)}"${labels},replica="${this.replicaLabel}"} ${value}\n`);
+          if (pending.length >= SERIES_PER_SLICE) {
+            chunks.push(Buffer.from(pending.join('')));
+            pending = [];
+            await new Promise((r) => setImmediate(r));
+          }
+        }
+      }
     }
-    this.lastSuccessText = values.size > 0 ? parts.join('') : '';
+    if (pending.length > 0) chunks.push(Buffer.from(pending.join('')));
+    this.scheduleChunks = chunks;
+  }
+
+  /** Sets the flock-wide queue gauge from the admin cache's latest read (lane → counts). */
+  setQueues(queues: ReadonlyMap<string, QueueCounts>): void {
+    this.queueJobs.reset();
+    for (const [lane, c] of queues) {
+      for (const state of ['waiting', 'delayed', 'active'] as const) this.queueJobs.set({ lane, state }, c[state]);
+    }
   }
 
   /** Sets the flock-wide backfill gauge from the admin cache's latest read (schedule → counts). */
@@ -146,15 +235,15 @@ export class Metrics {
   }
 
   /**
-   * The Prometheus text of this replica: its own registry, then prom-client's default registry, where job
-   * kinds (a backup's progress gauge) and in-process user jobs register (a merged registry would drop the
-   * replica's default labels).
+   * The Prometheus text of this replica (UTF-8): its own registry, the per-schedule health gauges, then
+   * prom-client's default registry, where job kinds (a backup's progress gauge) and in-process user jobs
+   * register (a merged registry would drop the replica's default labels).
    */
-  async render(): Promise<{ contentType: string; body: string }> {
+  async render(): Promise<{ contentType: string; body: Buffer }> {
     const own = await this.registry.metrics();
     const jobs = await register.metrics();
-    const body = [own, this.lastSuccessText, jobs].filter(Boolean).join('\n');
-    return { contentType: this.registry.contentType, body };
+    const parts = [Buffer.from(own), ...this.scheduleChunks, Buffer.from(jobs ? `\n${jobs}` : '')];
+    return { contentType: this.registry.contentType, body: Buffer.concat(parts) };
   }
 
   /** Feeds a run event of the executor. */
@@ -181,6 +270,15 @@ export class Metrics {
     }
   }
 
+  /**
+   * Feeds an occurrence the planner recorded to run with a reason: counts those a blackout delayed (the reason is
+   * `delayed: blackout <name> until …`, after `catch-up: …; ` when it also runs late: scripts/plan.ts).
+   */
+  onPlannedLate(o: { schedule: string; reason: string }): void {
+    const delayed = /(?:^|; )(delayed: blackout .*)$/.exec(o.reason);
+    if (delayed) this.delayed.inc({ schedule: o.schedule, reason: reasonLabel(delayed[1]!) });
+  }
+
   /** Feeds an occurrence the planner recorded missed or skipped. */
   onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
     this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
@@ -189,6 +287,8 @@ export class Metrics {
 
 /** A bounded label value: the reason without the occurrence keys some reasons name. */
 export function reasonLabel(reason: string): string {
+  const delayed = /^(?:starting deadline exceeded \()?delayed: (blackout .*) until /.exec(reason);
+  if (delayed) return reason.startsWith('starting') ? 'starting deadline exceeded (blackout delay)' : delayed[1]!.slice(0, 60);
   if (reason.startsWith('overlap')) return 'overlap';
   if (reason.startsWith('superseded')) return 'superseded';
   if (reason.startsWith('catch-up')) return 'catch-up';

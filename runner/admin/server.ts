@@ -27,8 +27,8 @@ const gzipAsync = promisify(gzip);
 
 /** What the server serves; everything from memory. */
 export interface AdminSource {
-  /** The Prometheus text (prom-client's content type and body). */
-  metrics(): Promise<{ contentType: string; body: string }>;
+  /** The Prometheus text (prom-client's content type and body; bytes are UTF-8). */
+  metrics(): Promise<{ contentType: string; body: string | Buffer }>;
   /** Readiness now, with the reasons when not ready. */
   readiness(): { ready: boolean; problems: string[]; backfill?: { waiting: number; admitted: number } };
 }
@@ -93,7 +93,7 @@ export class AdminServer {
   static async start(addr: { host: string; port: number }, source: AdminSource, log: Logger): Promise<AdminServer> {
     const metrics = new RenderCache(async () => {
       const m = await source.metrics();
-      const body = Buffer.from(m.body);
+      const body = typeof m.body === 'string' ? Buffer.from(m.body) : m.body;
       return { contentType: m.contentType, body, gzipped: await gzipAsync(body) };
     });
     let scrapes = 0;

@@ -49,7 +49,7 @@ export interface ScheduleRow {
   health: ScheduleHealth;
 }
 
-const NO_HEALTH: ScheduleHealth = { nextDueMs: null, nextFireMs: null, lastExpectedDueMs: null, lastExpectedFireMs: null, overdueSinceMs: null, overdueMs: 0 };
+const NO_HEALTH: ScheduleHealth = { nextDueMs: null, nextFireMs: null, lastExpectedDueMs: null, lastExpectedFireMs: null, overdueFromMs: null, overdueSinceMs: null, overdueMs: 0 };
 
 /** The cron expression in words; the expression itself when cronstrue has none (e.g. `H`). */
 export function cronInWords(expr: string): string {
@@ -80,7 +80,7 @@ function healthAt(row: ScheduleRow, nowMs: number): ScheduleHealth {
       name: row.name,
       due: row.due,
       jitterMs: row.def.jitterMs,
-      graceMs: overdueGraceMs({ timeoutMs: row.def.timeoutMs ?? null }),
+      graceMs: overdueGraceMs({ timeoutMs: row.def.timeoutMs ?? null, overdueGraceMs: row.def.overdueGraceMs ?? null }),
       lastSuccessMs: row.lastSuccessMs,
       sinceMs: row.def.loadedAtMs,
       suspended: row.suspension !== undefined || row.def.suspend === true,

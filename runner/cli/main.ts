@@ -21,9 +21,8 @@
 import { Command, CommanderError } from 'commander';
 import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
-import { fireTimeMs } from '../schedule/occurrence.js';
-import { localIso } from '../time/local-time.js';
 import { addControlCommands } from './control-commands.js';
+import { MAX_SCANNED, nextRows, noteOf, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
@@ -35,7 +34,8 @@ import { addStartCommand, flagNames, reportLoad } from './start-command.js';
 import { addStatusCommand } from './status-command.js';
 import { addUiCommand } from './ui-command.js';
 import { addAuditCommand } from './audit-command.js';
-import { iso, table } from './text.js';
+import { addAlertRulesCommand } from './alert-rules-command.js';
+import { table } from './text.js';
 
 /** Exit code of bad input: a usage error, a bad value, a refused URL (see the module doc). */
 export const EXIT_BAD_INPUT = 2;
@@ -48,6 +48,10 @@ Environment (a flag given on the command line wins):
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
   CRONFLOCK_WATCH_SCHEDULES start --watch-schedules: auto (default) | on | off
+  CRONFLOCK_SCHEDULE_METRICS
+                            start --schedule-metrics: per-schedule health series: on (default) | off | top:N
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            start --otel: send OpenTelemetry traces over OTLP/HTTP (off when neither is set)
   CRONFLOCK_LOG_LEVEL       trace | debug | info (default) | warn | error; logs are JSON lines (pipe to pino-pretty)
   CRONFLOCK_DEMO_PORT       npm start: port of the demo's receiver (default 8787; 0: any free port)
   CRONFLOCK_UI_LISTEN       ui, start --ui: --listen, where the dashboard and API listen (default 127.0.0.1:8080)
@@ -84,37 +88,25 @@ program
   .option('-s, --schedule <name>', 'only this schedule')
   .option('-n, --count <n>', 'occurrences per schedule', positiveIntArg, 5)
   .option('--from <iso>', 'start after this instant (default: now)', isoTimeArg)
+  .option('--hide-skipped', 'leave out occurrences the calendar or a blackout skips (-n counts the others)')
   .option('--json', 'print JSON')
-  .action(async (path: string, o: { schedule?: string; count: number; from?: number; json?: boolean }) => {
+  .action(async (path: string, o: { schedule?: string; count: number; from?: number; hideSkipped?: boolean; json?: boolean }) => {
     const res = await loadSchedules(path);
     if (reportLoad(res, false) > 0 && res.schedules.length === 0) throw new CliError('no valid schedules');
     const list = o.schedule ? res.schedules.filter((s) => s.name === o.schedule) : res.schedules;
     if (o.schedule && list.length === 0) throw new CliError(`no schedule named "${o.schedule}" in ${path}`);
-    const rows: { schedule: string; timeZone: string; dueAt: string; dueLocal: string; fireAt: string; fireLocal: string; windowEnd: string }[] = [];
+    const rows: NextRow[] = [];
     for (const s of list) {
-      let t = o.from ?? Date.now();
-      for (let i = 0; i < o.count; i++) {
-        const due = s.due.next(t);
-        if (due === null) break;
-        const fire = fireTimeMs(s.name, due, s.jitterMs);
-        rows.push({
-          schedule: s.name,
-          timeZone: s.timeZone,
-          dueAt: iso(due),
-          dueLocal: localIso(due, s.timeZone),
-          fireAt: iso(fire),
-          fireLocal: localIso(fire, s.timeZone),
-          windowEnd: iso(due + s.jitterMs),
-        });
-        t = due;
-      }
+      const next = nextRows(s, o.from ?? Date.now(), o.count, o.hideSkipped === true);
+      rows.push(...next.rows);
+      if (next.truncated) process.stderr.write(`${s.name}: only ${next.rows.length} occurrences run among its next ${MAX_SCANNED} due times\n`);
     }
     if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     else {
       process.stdout.write(
         table(
-          ['SCHEDULE', 'DUE (UTC)', 'FIRE (UTC)', 'WINDOW END (UTC)', 'FIRE (LOCAL)', 'ZONE'],
-          rows.map((r) => [r.schedule, r.dueAt, r.fireAt, r.windowEnd, r.fireLocal, r.timeZone]),
+          ['SCHEDULE', 'DUE (UTC)', 'FIRE (UTC)', 'WINDOW END (UTC)', 'FIRE (LOCAL)', 'ZONE', 'NOTE'],
+          rows.map((r) => [r.schedule, r.dueAt, r.fireAt, r.windowEnd, r.fireLocal, r.timeZone, noteOf(r)]),
         ),
       );
     }
@@ -129,6 +121,7 @@ addRestoreCommand(program);
 addConvertCommand(program);
 addUiCommand(program);
 addAuditCommand(program);
+addAlertRulesCommand(program);
 
 // `cronflock runs | head`: a closed pipe ends the output, not the process with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {

@@ -32,6 +32,8 @@ import { DEFAULT_HISTORY_MS, MIN_HISTORY_MS } from '../history/config.js';
 import { LogCapture } from '../history/log-capture.js';
 import { packageVersion } from './package-info.js';
 import { addApiOptions, apiSettings } from './ui-command.js';
+import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
+import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 30_000;
@@ -109,7 +111,15 @@ export function addStartCommand(program: Command): void {
     .option('--kubeconfig <path>', 'kubeconfig for watching Schedules (default: KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--kube-context <name>', 'kubeconfig context')
     .addOption(new Option('--kube-qps <n>', 'requests per second to the API server (status, Events, watches)').argParser(positiveIntArg))
-    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'));
+    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
+    .addOption(
+      new Option('--schedule-metrics <on|off|top:N>', 'per-schedule health series: all schedules, none, or the N most overdue or failing')
+        .env('CRONFLOCK_SCHEDULE_METRICS')
+        .default('on'),
+    )
+    .addOption(
+      new Option('--otel [endpoint]', 'send OpenTelemetry traces (one per occurrence) over OTLP/HTTP; on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set (default endpoint: that, else http://localhost:4318)'),
+    );
   // ---- dashboard (runner/api/replica-extras.ts) ----
   c.addOption(new Option('--history <duration>', `how long finished occurrences, their log lines and the audit log are kept (default ${d(DEFAULT_HISTORY_MS)})`).argParser(durationArg))
     .option('--ui', 'also serve the dashboard and the HTTP API (see cronflock ui)');
@@ -145,6 +155,17 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   let admin: { host: string; port: number } | null = null;
   try {
     admin = o.admin === 'off' ? null : parseListenAddress(String(o.admin));
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  let scheduleMetrics: ScheduleMetricsMode;
+  try {
+    scheduleMetrics = parseScheduleMetricsMode(String(o.scheduleMetrics));
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  try {
+    otelFlagEndpoint(o.otel as boolean | string | undefined); // refused before anything starts
   } catch (err) {
     throw new CliError((err as Error).message);
   }
@@ -196,11 +217,16 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   const starting = (async (): Promise<void> => {
     target = await resolveRedis(o.redis, true, log, o);
     if (aborted.signal.aborted) return;
+    // The OpenTelemetry SDK is imported only when tracing is on.
+    const otel = o.otel as boolean | string | undefined;
+    const tracing: OccurrenceTracer | undefined = tracingWanted({ flag: otel, env: process.env })
+      ? await startTracing({ flag: otel, env: process.env, replica: options.replica, namespace: options.namespace, log })
+      : undefined;
     log.info(
       { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, signal: aborted.signal, ...sources.hooks });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, signal: aborted.signal, scheduleMetrics, tracing, ...sources.hooks });
     stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 

@@ -19,6 +19,9 @@
  * - `CRON_*`, `ZONE_UNKNOWN`: from the cron compiler (see `CronError` in runner/schedule/cron.ts).
  * - `JOB_INVALID`: the job kind's load-time `compile` refused the job block (e.g. module file missing).
  * - `DEPRECATED`: not a refusal but a warning (`LoadResult.warnings`): accepted input that has a newer form.
+ * - `CALENDAR_UNKNOWN`: a calendar name that no file of the flock defines (or only a refused file does).
+ * - `CALENDAR_CYCLE`: calendars that include or exclude each other in a cycle.
+ * - `CALENDAR_INVALID`: a calendar's `.ics` file cannot be read or is not valid iCalendar.
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
@@ -34,7 +37,10 @@ export type ConfigErrorCode =
   | 'CRON_UNSUPPORTED'
   | 'ZONE_UNKNOWN'
   | 'JOB_INVALID'
-  | 'DEPRECATED';
+  | 'DEPRECATED'
+  | 'CALENDAR_UNKNOWN'
+  | 'CALENDAR_CYCLE'
+  | 'CALENDAR_INVALID';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

@@ -90,6 +90,18 @@ describe('parseScheduleText: valid files', () => {
     expect(c.schedules[0]!.definitionHash).not.toBe(a.schedules[0]!.definitionHash);
   });
 
+  it('overdueGrace: in ms when given; absent, the field is absent, so existing definitions keep their hash', async () => {
+    const a = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", job: ${HTTP_JOB} }\n`, 'a.yaml');
+    const b = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", overdueGrace: 90s, job: ${HTTP_JOB} }\n`, 'b.yaml');
+    expect(a.errors).toEqual([]);
+    expect(b.errors).toEqual([]);
+    expect('overdueGraceMs' in a.schedules[0]!).toBe(false);
+    expect(b.schedules[0]!.overdueGraceMs).toBe(90_000);
+    expect(b.schedules[0]!.definitionHash).not.toBe(a.schedules[0]!.definitionHash);
+    const bad = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", overdueGrace: 30, job: ${HTTP_JOB} }\n`, 'c.yaml');
+    expect(bad.errors.map((e) => e.format())).toEqual([expect.stringMatching(/c\.yaml:2:\d+: schedules\[0\]\.overdueGrace: must be a duration with a unit/)]);
+  });
+
   it('compiles a module job relative to the schedule file', async () => {
     const r = await parseScheduleText(
       'schedules:\n  - name: user-job\n    cron: "@daily"\n    job: { kind: module, path: ./job-ok.ts, params: { a: 1 } }\n',
@@ -404,8 +416,8 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     only(noList.errors, { line: 1, col: 1, field: 'schedules', code: 'NO_SCHEDULES' });
     const otherKey = await parseScheduleText('version: 1\n', 'test.yaml');
     expect(otherKey.errors.map((e) => [e.line, e.col, e.field, e.code])).toEqual([
-      [1, 1, 'schedules', 'NO_SCHEDULES'],
       [1, 1, 'version', 'SCHEMA_INVALID'],
+      [1, 1, 'schedules', 'NO_SCHEDULES'],
     ]);
   });
 });

@@ -4,7 +4,7 @@
  * at `file:line:col` of the offending YAML node; in a directory the other files still load.
  */
 import { createHash } from 'node:crypto';
-import { open, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   LineCounter,
@@ -26,8 +26,12 @@ import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
+import type { ScheduleWindows } from '../engine/windows.js';
+import { readBounded } from './read-bounded.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
+import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
+import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import {
   jobSchema,
   scheduleFileSchema,
@@ -75,6 +79,8 @@ export interface CompiledSchedule {
   maxConcurrent: number | null;
   /** Longest a run may take, in ms; null = no limit. */
   timeoutMs: number | null;
+  /** How long after a fire time a success may come before the schedule is overdue, in ms; absent: the default (runner/records/health.ts). */
+  overdueGraceMs?: number;
   /** Retries of a failed attempt (0 = none). */
   retries: number;
   /** First retry delay in ms; doubles per retry, with jitter, up to `retryBackoffMaxMs`. */
@@ -88,6 +94,12 @@ export interface CompiledSchedule {
   heartbeat?: HeartbeatConfig;
   /** Keys that sign an http job's body. */
   signing?: SigningConfig;
+  /** The `calendar:` block as validated (names resolved at load); absent: every day. */
+  calendar?: ScheduleCalendarRef;
+  /** The `blackouts:` list as validated (durations in ms); absent: none. */
+  blackouts?: BlackoutEntry[];
+  /** The compiled calendar and blackouts (runner/config/calendars.ts); absent when the schedule has neither. */
+  windows?: ScheduleWindows;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -96,7 +108,8 @@ export interface CompiledSchedule {
   source: ScheduleSource;
   /**
    * sha256 (hex) of the canonical JSON (sorted keys) of the validated definition: every field above except
-   * `due`, `source` and `definitionHash`, with the job's validated parameters (before `compile`). Equal hashes
+   * `due`, `windows`, `source` and `definitionHash`, with the job's validated parameters (before `compile`);
+   * for a schedule that uses calendars, also of those calendars (entries, `.ics` contents). Equal hashes
    * mean an unchanged definition; a module job's file content is not part of it.
    */
   definitionHash: string;
@@ -137,7 +150,7 @@ const SCHEDULE_FILE = /^[^.].*\.ya?ml$/;
  * several files of a directory, which are parsed one at a time.
  */
 export const MAX_SCHEDULE_FILE_BYTES = 16 * 1024 * 1024;
-const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout']);
+const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout', 'overdueGrace']);
 
 /**
  * Loads a schedule file, or every `*.yaml` / `*.yml` file of a directory (not recursive, sorted by name; names
@@ -209,11 +222,16 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
       );
     }
   }
+  // Calendar names resolve across all files; a file that uses a refused file's calendar is refused too.
+  const flock = resolveFlockCalendars(
+    checkedFiles.map((e) => ({ file: e.file, ok: e.errors.length === 0 && e.checked !== null, calendars: e.checked?.calendars ?? noFileCalendars(e.file) })),
+  );
+  for (const e of flock.errors) checkedFiles.find((f) => f.file === e.file)?.errors.push(e);
   for (const { file, checked, errors } of checkedFiles) {
     errors.sort(byPosition);
     const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
-    if (ok) result.schedules.push(...checked.schedules);
+    if (ok) result.schedules.push(...attachWindows(checked.schedules, flock));
     if (ok) result.warnings.push(...checked.warnings);
     result.files.push({ file, ok, scheduleCount: ok ? checked.schedules.length : 0 });
   }
@@ -230,8 +248,10 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const { schedules, errors, warnings } = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
-  return errors.length === 0 ? { schedules, errors, warnings } : { schedules: [], errors };
+  const checked = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
+  const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
+  const errors = [...checked.errors, ...flock.errors].sort(byPosition);
+  return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors, warnings: checked.warnings } : { schedules: [], errors };
 }
 
 async function scheduleFilesIn(dir: string): Promise<string[]> {
@@ -242,29 +262,6 @@ async function scheduleFilesIn(dir: string): Promise<string[]> {
     if ((await stat(file).catch(() => null))?.isFile()) files.push(file);
   }
   return files;
-}
-
-/** The file as UTF-8 text, unless it holds more than `maxBytes` (then its size; at most `maxBytes` + 64 KiB are read). */
-async function readBounded(file: string, maxBytes: number): Promise<{ tooLarge: false; text: string } | { tooLarge: true; sizeBytes: number }> {
-  const fh = await open(file, 'r');
-  try {
-    const size = (await fh.stat()).size;
-    if (size > maxBytes) return { tooLarge: true, sizeBytes: size };
-    // Read in chunks, not by the size from stat: the file may grow in between.
-    const chunks: Buffer[] = [];
-    let n = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024);
-      const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      n += bytesRead;
-      if (n > maxBytes) return { tooLarge: true, sizeBytes: Math.max(n, (await fh.stat()).size) };
-    }
-    return { tooLarge: false, text: Buffer.concat(chunks, n).toString('utf8') };
-  } finally {
-    await fh.close();
-  }
 }
 
 function tooLarge(file: string, sizeBytes: number): ConfigError {
@@ -322,6 +319,8 @@ interface CheckedText {
   names: NameDefinition[];
   /** Deprecated input (only meaningful when `errors` is empty). */
   warnings: ConfigError[];
+  /** The calendars the file defines and the calendar names its schedules use (resolved across files). */
+  calendars: FileCalendars;
 }
 
 type Path = (string | number)[];
@@ -342,7 +341,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], warnings: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file), warnings: [] };
   }
   const locator = new Locator(doc, at);
   const protoErrors = protoKeyErrors(doc, file, at);
@@ -367,14 +366,14 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
       reason: 'the file defines no schedules',
       hint: 'start the file with "schedules:" and list at least one schedule (name, cron, job)',
     });
-    return { schedules: [], errors: [e], names: [], warnings: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
     const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: (err as Error).message, cause: err });
-    return { schedules: [], errors: [e], names: [], warnings: [] };
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
 
   const parsed = scheduleFileSchema.safeParse(data);
@@ -414,6 +413,9 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   }
   await Promise.all(compiles);
 
+  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator.position(path, false));
+  problems.push(...fileCalendars.problems);
+
   const names: NameDefinition[] = [];
   for (const [i, item] of items.entries()) {
     const name = (item as { name?: unknown } | null)?.name;
@@ -425,7 +427,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   // A strict map also calls a __proto__ key unknown: the key's own error says more.
   const schemaErrors = problems.filter((p) => protoErrors.length === 0 || p.path[p.path.length - 1] !== '__proto__').map(toError);
   const errors = [...schemaErrors, ...protoErrors].sort(byPosition);
-  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, warnings: [] };
+  if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, calendars: fileCalendars.calendars, warnings: [] };
 
   const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
     file,
@@ -442,7 +444,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
       }),
     ];
   });
-  return { schedules, errors: [], names, warnings };
+  return { schedules, errors: [], names, warnings, calendars: fileCalendars.calendars };
 }
 
 /**
@@ -489,7 +491,7 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 }
 
 function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
-  const { due: _due, ...definition } = s;
+  const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
   const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
   return { ...definition, job, due: s.due, source, definitionHash };
 }
@@ -707,14 +709,14 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
   if (issue.code === 'custom' && typeof params?.code === 'string') {
     const code = params.code as ConfigErrorCode;
     if (code === 'NAME_DUPLICATE' && typeof params.firstIndex === 'number') {
-      const firstPath = ['schedules', params.firstIndex, 'name'];
-      const pos = locator.position(firstPath, false);
+      const list = params.list === 'calendars' ? 'calendars' : 'schedules';
+      const pos = locator.position([list, params.firstIndex, 'name'], false);
       return [
         {
           code,
           path,
           reason: `${issue.message} (${file}:${pos.line}:${pos.col})`,
-          hint: 'schedule names must be unique across all schedule files',
+          hint: `${list === 'calendars' ? 'calendar' : 'schedule'} names must be unique across all schedule files`,
         },
       ];
     }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { findJobKind, jobKinds } from '../../jobs/registry.js';
 import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cron.js';
 import { formatDurationMs } from '../time/duration.js';
+import { blackoutSchema, calendarSchema, checkBlackouts, scheduleCalendarSchema } from './calendars-schema.js';
 import type { ConfigErrorCode } from './errors.js';
 import { durationMs, positiveDurationMs, timerDurationMs } from './zod-duration.js';
 import { cleanupNotifyAlias, heartbeatSchema, notifySchema, signingSchema } from '../notify/config.js';
@@ -117,6 +118,11 @@ export const scheduleObject = z.strictObject({
   timeout: timerDurationMs
     .optional()
     .describe('Longest a run may take: its AbortSignal fires and the attempt is recorded failed: timeout. A duration such as 30s or 10m (default: no limit).'),
+  overdueGrace: positiveDurationMs
+    .optional()
+    .describe(
+      'How long after a fire time a success may come before the schedule counts as overdue (cronflock_schedule_overdue_seconds, the ScheduleOverdue alert). A duration such as 30s or 1h (default: the timeout, else 5m).',
+    ),
   retries: z
     .int('must be a whole number')
     .min(0, 'must be 0 or more')
@@ -133,6 +139,11 @@ export const scheduleObject = z.strictObject({
   notify: notifySchema.optional(),
   heartbeat: heartbeatSchema.optional(),
   signing: signingSchema.optional(),
+  calendar: scheduleCalendarSchema.optional(),
+  blackouts: z
+    .array(blackoutSchema)
+    .optional()
+    .describe('Windows in which this schedule starts no run: skip, delay to the window\'s end, or abort (see README "Calendars and blackout windows").'),
   job: jobSchema,
 });
 
@@ -159,6 +170,7 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
       ctx.addIssue({ code: 'custom', path: [err.field], message: err.message, params: issueParams(err.code) });
     }
   }
+  checkBlackouts(v.blackouts, v.timeZone, ctx);
   if (v.maxCatchUpRuns !== undefined && v.catchUp !== 'all') {
     ctx.addIssue({
       code: 'custom',
@@ -261,6 +273,8 @@ export const scheduleSchema = scheduleObject
     concurrencyPolicy: v.concurrencyPolicy,
     maxConcurrent: v.maxConcurrent ?? null,
     timeoutMs: v.timeout ?? null,
+    // Only when set: an absent field leaves the definition hash of existing schedules as it was.
+    ...(v.overdueGrace !== undefined ? { overdueGraceMs: v.overdueGrace } : {}),
     retries: v.retries,
     retryBackoffMs: v.retryBackoff,
     retryBackoffMaxMs: v.retryBackoffMax,
@@ -268,6 +282,9 @@ export const scheduleSchema = scheduleObject
     notify: v.notify ?? aliasNotify(v.job),
     heartbeat: v.heartbeat,
     signing: v.signing,
+    // Left out (undefined) when not set, so that definition hashes of schedules without them do not change.
+    calendar: v.calendar,
+    blackouts: v.blackouts,
     job: v.job,
     due: compiledDue.get(v) ?? compileCron(v.cron, v.timeZone, { hashSeed: v.name }),
   }));
@@ -281,47 +298,69 @@ function aliasNotify(job: unknown): z.output<typeof notifySchema> | undefined {
 /** A schedule after validation (before its job is compiled by the job kind). */
 export type ValidatedSchedule = z.output<typeof scheduleSchema>;
 
-/** Names must be unique in the file; the duplicate's issue carries `params.firstIndex` (index of the first). */
-function checkUniqueNames(value: unknown, ctx: z.RefinementCtx): void {
-  const list = (value as { schedules?: unknown } | null)?.schedules;
-  if (!Array.isArray(list)) return;
-  const first = new Map<string, number>();
-  list.forEach((item: unknown, i) => {
-    const name = (item as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string') return;
-    const j = first.get(name);
-    if (j === undefined) {
-      first.set(name, i);
-      return;
-    }
-    ctx.addIssue({
-      code: 'custom',
-      path: ['schedules', i, 'name'],
-      message: `name "${name}" is already used by schedules[${j}]`,
-      params: issueParams('NAME_DUPLICATE', { firstIndex: j }),
+/**
+ * Names must be unique in the file's `schedules` (or `calendars`) list; the duplicate's issue carries
+ * `params.list` and `params.firstIndex` (index of the first).
+ */
+function uniqueNames(list: 'schedules' | 'calendars'): (value: unknown, ctx: z.RefinementCtx) => void {
+  const what = list === 'schedules' ? 'name' : 'calendar name';
+  return (value, ctx) => {
+    const items = (value as Record<string, unknown> | null)?.[list];
+    if (!Array.isArray(items)) return;
+    const first = new Map<string, number>();
+    items.forEach((item: unknown, i) => {
+      const name = (item as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') return;
+      const j = first.get(name);
+      if (j === undefined) {
+        first.set(name, i);
+        return;
+      }
+      ctx.addIssue({
+        code: 'custom',
+        path: [list, i, 'name'],
+        message: `${what} "${name}" is already used by ${list}[${j}]`,
+        params: issueParams('NAME_DUPLICATE', { list, firstIndex: j }),
+      });
     });
-  });
+  };
 }
 
 /** Title of the schedule-file JSON Schema. */
 export const SCHEDULE_FILE_TITLE = 'cronflock schedule file';
 
+/** A file must define something: schedules, or calendars (a calendar file), or both. */
+function checkDefinesSomething(value: unknown, ctx: z.RefinementCtx): void {
+  const v = value as { schedules?: unknown; calendars?: unknown } | null;
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v.schedules !== undefined || v.calendars !== undefined) return;
+  ctx.addIssue({ code: 'custom', path: ['schedules'], message: 'the file defines no schedules', params: issueParams('NO_SCHEDULES') });
+}
+
 /**
- * A whole schedule file: `{ schedules: [...] }` with at least one schedule and unique names. Input is what
- * YAML parsing gives (durations as strings); output is `{ schedules: ValidatedSchedule[] }`.
+ * A whole schedule file: `{ calendars?: [...], schedules?: [...] }` with at least one of the two (a file of
+ * calendars only is a calendar file), unique names. Input is what YAML parsing gives (durations as strings);
+ * output is `{ calendars: CalendarEntry[], schedules: ValidatedSchedule[] }` (empty lists when absent).
  */
 export const scheduleFileSchema = z
   .strictObject({
+    calendars: z
+      .array(calendarSchema)
+      .optional()
+      .describe('Calendars (named sets of days) this file defines. Names must be unique across all schedule files; schedules of every file of the flock can use them.'),
     schedules: z
       .array(scheduleSchema)
       .min(1, 'must list at least one schedule')
+      .optional()
       .describe('The schedules this file defines. Names must be unique across all schedule files.'),
   })
-  .superRefine(checkUniqueNames, { when: always })
+  .superRefine(uniqueNames('schedules'), { when: always })
+  .superRefine(uniqueNames('calendars'), { when: always })
+  .superRefine(checkDefinesSomething, { when: always })
+  .transform((f) => ({ calendars: f.calendars ?? [], schedules: f.schedules ?? [] }))
   .meta({
     title: SCHEDULE_FILE_TITLE,
     description:
-      'Schedules for cronflock, the leaderless cron runner. A file (or each *.yaml / *.yml file of a directory) holds a list of named schedules: a cron expression in a time zone, a jitter window, catch-up and deadline policies, and the job to run.',
+      'Schedules for cronflock, the leaderless cron runner. A file (or each *.yaml / *.yml file of a directory) holds a list of named schedules: a cron expression in a time zone, a jitter window, catch-up and deadline policies, calendars and blackout windows, and the job to run; and optionally calendars shared by the whole flock.',
   });
 
 /** A schedule file as written (durations as strings, defaults not yet applied). */

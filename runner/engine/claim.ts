@@ -21,9 +21,10 @@ export class ClaimLostError extends Error {
     /**
      * `lost`: lease lapsed or taken over (the claim is no longer ours); `handover`: given up on SIGTERM;
      * `cancel`: a newer occurrence replaces this one (concurrencyPolicy Replace); `timeout`: the run took longer
-     * than the schedule's timeout. With `cancel` and `timeout` the claim is still ours, to record the outcome.
+     * than the schedule's timeout; `blackout`: an abort blackout window of the schedule opened (windows.ts). With
+     * `cancel`, `timeout` and `blackout` the claim is still ours, to record the outcome.
      */
-    readonly kind: 'lost' | 'handover' | 'cancel' | 'timeout' = 'lost',
+    readonly kind: 'lost' | 'handover' | 'cancel' | 'timeout' | 'blackout' = 'lost',
   ) {
     super(message);
     this.name = 'ClaimLostError';

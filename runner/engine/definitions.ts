@@ -45,8 +45,12 @@ export interface PublishedDefinition {
   /** The job kind, and a one-line summary of the job with its secrets left out (jobs/summary.ts). */
   jobKind?: string;
   job?: string;
-  /** The schedule's timeout (ms; null: none) and whether its file suspends it: the overdue rule needs them. */
+  /**
+   * The schedule's timeout and its `overdueGrace` (ms; null: none) and whether its file suspends it: the overdue
+   * rule (runner/records/health.ts) needs them.
+   */
   timeoutMs?: number | null;
+  overdueGraceMs?: number | null;
   suspend?: boolean;
 }
 
@@ -120,7 +124,7 @@ const PUBLISH_CHUNK = 1000;
 
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
-  private winners = new Map<string, { hash: string; replica: string }>();
+  private winners = new Map<string, { hash: string; replica: string; loadedAtMs: number }>();
   /** The distinct publishers among the winners (a handful): checked each tick instead of every schedule. */
   private publishers = new Set<string>();
   private version: string | null = null;
@@ -169,6 +173,7 @@ export class Definitions {
         jobKind: s.job.kind,
         job: jobSummary(s.job as { kind: string } & Record<string, unknown>),
         timeoutMs: s.timeoutMs,
+        overdueGraceMs: s.overdueGraceMs ?? null,
         suspend: s.suspend,
       };
       args.push(s.name, JSON.stringify(def));
@@ -195,7 +200,7 @@ export class Definitions {
       this.winners = new Map(
         Object.entries(all).map(([k, raw]) => {
           const d = JSON.parse(raw) as PublishedDefinition;
-          return [k, { hash: d.definitionHash, replica: d.replica }];
+          return [k, { hash: d.definitionHash, replica: d.replica, loadedAtMs: d.loadedAtMs }];
         }),
       );
       this.publishers = new Set([...this.winners.values()].map((w) => w.replica));
@@ -227,6 +232,14 @@ export class Definitions {
     const live = new Set<string>();
     for (const r of publishers) if (await isLiveMember(this.redis, this.keys, r)) live.add(r);
     return candidates.filter((s) => !live.has(this.winners.get(s.name)!.replica));
+  }
+
+  /**
+   * Redis time (ms) the published definition of `name` was first loaded (unchanged by re-publications of the
+   * same content): since when the flock runs the schedule as it is, for the overdue rule (records/health.ts).
+   */
+  loadedAtMs(name: string): number | undefined {
+    return this.winners.get(name)?.loadedAtMs;
   }
 
   /** True when a live replica publishes a definition of `name` (it may run it even if this one does not). */

@@ -30,6 +30,8 @@ import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
+import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
+import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -93,6 +95,8 @@ export class Executor {
   isCurrent: (s: EngineSchedule) => boolean = () => true;
   /** Whether some replica publishes a definition of this schedule name. */
   isPublished: (name: string) => boolean = () => false;
+  /** Traces of attempts (runner/tracing/); none unless tracing is on. */
+  tracer: OccurrenceTracer = NO_TRACING;
 
   constructor(
     private readonly store: Store,
@@ -272,7 +276,7 @@ export class Executor {
         lockMs: o.lockMs,
         horizonMs: o.horizonMs,
         retentionMs: o.retentionMs,
-        startingDeadlineMs: sched.startingDeadlineMs,
+        startingDeadlineMs: startingDeadlineForClaimMs(sched, d), // a blackout delay counts against it
         earlyToleranceMs: 0,
         maxStalls: o.maxStalls,
         origin: d.origin ?? 'schedule',
@@ -305,7 +309,7 @@ export class Executor {
         this.emit({ ...base, state: 'failed', error: claim.error });
         return;
       } else {
-        const reason = claim.status === 'skipped' ? claim.reason : undefined;
+        const reason = claim.status === 'skipped' || claim.status === 'missed' ? claim.reason : undefined;
         // A run that stalled out is a final failure: logged at error, like a failed run (retries are warnings).
         this.log[claim.status === 'stalled-out' ? 'error' : 'info']({ occurrence: d.key, outcome: claim.status, reason }, 'delivery closed without a run');
         this.emit({ ...base, state: claim.status, ...(reason ? { error: reason } : {}) });
@@ -344,6 +348,11 @@ export class Executor {
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
       ...(sched.signing ? { signBody: signerOf(sched.signing.keys) } : {}),
+      // Tracing (runner/tracing/): the attempt's span context for the job; undefined when tracing is off.
+      trace: this.tracer.attemptStarted({
+        schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule', attempt: claim.attempt,
+        fencingToken: claim.token, claimSentMs: this.clock.now() - (performance.now() - sentMono), startMs: claim.nowMs,
+      }),
     };
     const base = {
       schedule: d.schedule,
@@ -372,21 +381,24 @@ export class Executor {
       sched.timeoutMs === null
         ? undefined
         : setTimeout(() => holder.abort(new ClaimLostError(`timed out after ${sched.timeoutMs} ms`, 'timeout')), sched.timeoutMs);
+    const disarmBlackout = armBlackoutAbort(sched, () => this.clock.now(), (name) => holder.abort(new ClaimLostError(`blackout ${name}`, 'blackout')));
     try {
       const first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string };
       if ('lost' in first) {
         const lost = first.lost;
         if (lost.kind === 'lost' || lost.kind === 'handover') return await this.abandonClaim(job, token, claim.token, lost, settled, log, base);
-        // Timeout or replaced: the claim is still ours; record the outcome now, whatever the job still does.
-        outcome = { ok: false, err: lost, reason: lost.kind === 'timeout' ? 'timeout' : 'replaced' };
-        log.warn({ reason: lost.message }, lost.kind === 'timeout' ? 'run timed out; aborted' : 'run replaced; aborted');
+        // Timeout, replaced or a blackout: the claim is still ours; record the outcome now, whatever the job still does.
+        const reason = lost.kind === 'timeout' ? 'timeout' : lost.kind === 'blackout' ? lost.message : 'replaced';
+        outcome = { ok: false, err: lost, reason };
+        log.warn({ reason: lost.message }, lost.kind === 'timeout' ? 'run timed out; aborted' : lost.kind === 'blackout' ? 'blackout window opened; run aborted' : 'run replaced; aborted');
       } else outcome = first;
       holder.close();
-      const replaced = !outcome.ok && outcome.reason === 'replaced';
-      // A job that found it must not run (JobSkippedError) is recorded skipped with its reason, never retried.
+      // Not retried: a replaced run, one stopped by a blackout (a retry would run into the same stop), and a job
+      // that found it must not run (JobSkippedError: recorded skipped with its reason).
       const skipped = !outcome.ok && isJobSkipped(outcome.err) ? outcome.err.reason : undefined;
-      const result = await this.finish(d.key, claim.token, outcome, replaced || skipped !== undefined ? 0 : sched.retries, sched);
+      const noRetry = !outcome.ok && (outcome.reason === 'replaced' || outcome.reason?.startsWith('blackout ') === true || skipped !== undefined);
+      const result = await this.finish(d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched);
       const endMs = this.clock.now();
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
@@ -412,6 +424,7 @@ export class Executor {
       return undefined;
     } finally {
       if (timeout) clearTimeout(timeout);
+      disarmBlackout();
       holder.close();
       this.active.delete(job.id!);
     }

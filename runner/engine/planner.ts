@@ -36,9 +36,11 @@ import type { Keyspace } from '../redis/keys.js';
 import type { PlannedFinalOccurrence, PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
+import { applyWindows } from './windows.js';
 import { MinHeap } from './heap.js';
 import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
+import type { PlannedOccurrenceTrace } from '../tracing/tracer.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
 import type { EngineSchedule } from './schedule.js';
@@ -84,6 +86,10 @@ export class Planner {
   lastTickOkAt = 0;
   /** Called with each occurrence this replica recorded missed or skipped when planning (metrics, Schedule status). */
   onFinal: ((o: PlannedFinalOccurrence) => void) | undefined;
+  /** Called with each occurrence this replica recorded to run with a reason (delayed by a blackout, caught up late). */
+  onPlannedLate: ((o: { schedule: string; key: string; reason: string }) => void) | undefined;
+  /** Called with the occurrences one plan call recorded and its start and end on the Redis clock (tracing). */
+  onPlanned: ((items: PlannedOccurrenceTrace[], startMs: number, endMs: number) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -312,6 +318,7 @@ export class Planner {
     let created = 0;
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
       const chunk = items.slice(i, i + PLAN_CHUNK);
+      const planStartMs = this.clock.now();
       const { toEnqueue, finals } = await this.store.plan(chunk, {
         horizonMs: this.opts.horizonMs,
         retentionMs: this.opts.retentionMs,
@@ -327,6 +334,13 @@ export class Planner {
         const o = byKey.get(f.key)!;
         this.onFinal?.({ ...f, schedule: o.schedule, dueMs: o.dueMs });
       }
+      for (const e of toEnqueue) if (e.reason !== '') this.onPlannedLate?.({ ...e, schedule: byKey.get(e.key)!.schedule });
+      // Tracing (runner/tracing/): the plan span of each occurrence recorded here.
+      this.onPlanned?.(
+        [...toEnqueue.map((e) => ({ ...e, state: 'scheduled' as const })), ...finals].map(({ key, state, reason }) => ({ ...byKey.get(key)!, key, state, reason })),
+        planStartMs,
+        this.clock.now(),
+      );
       if (toEnqueue.length > 0) {
         await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
       }
@@ -370,6 +384,17 @@ export class Planner {
 
 /** Adds the offer of one schedule's candidates (due-time order) to `items`, for the plan script to decide. */
 function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Candidate[]): void {
-  const keep = keepFireTimes(cands, s);
-  cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep[i]!, policy: s }));
+  for (const it of offerOf(s, cands)) items.push(it);
+}
+
+/**
+ * The offer of one schedule's candidates (due-time order), as the plan script takes it: the calendar and
+ * blackouts first (windows.ts: a fixed final state, or a later fire time with its reason), then, among those they
+ * let run only (a skipped due time takes no catch-up place), the fire time `keep` places later (dispositions.ts).
+ */
+export function offerOf(s: EngineSchedule, cands: readonly Candidate[]): PlannedOccurrence[] {
+  const windowed = applyWindows(cands, s);
+  const open = windowed.filter((c) => c.fixed === undefined);
+  const keep = new Map(keepFireTimes(open, s).map((k, j) => [open[j]!, k]));
+  return windowed.map((c) => ({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep.get(c) ?? null, policy: s }));
 }

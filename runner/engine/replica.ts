@@ -10,6 +10,7 @@ import { Store, type PlannedFinalOccurrence } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
+import { feedScheduleHealth, laneJobCounts, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { explainRedisError } from '../redis/explain.js';
 import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
 import { linkedSignal } from '../time/deadline.js';
@@ -22,6 +23,7 @@ import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
 import { OutboxDeliverer } from '../outbox/deliverer.js';
 import type { EngineSchedule } from './schedule.js';
+import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
@@ -64,6 +66,10 @@ export class Replica {
   private names: ReadonlySet<string> = new Set();
   /** Delivers the flock's notifications and heartbeat pings (runner/outbox/); set once the replica runs. */
   outbox: OutboxDeliverer | undefined;
+  /** The schedules this replica runs (their health is reported). */
+  private running: readonly EngineSchedule[] = [];
+  /** Traces of occurrences (runner/tracing/); flushed at stop. */
+  private tracing: OccurrenceTracer = NO_TRACING;
 
   private constructor(
     readonly opts: RunnerOptions,
@@ -98,6 +104,10 @@ export class Replica {
     admin?: { host: string; port: number } | null;
     /** Aborting stops a start that is still waiting for Redis. */
     signal?: AbortSignal;
+    /** Which schedules get per-schedule health series (`--schedule-metrics`); default all. */
+    scheduleMetrics?: ScheduleMetricsMode;
+    /** Traces of occurrences (runner/tracing/tracer.ts startTracing); default none. */
+    tracing?: OccurrenceTracer;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
@@ -108,8 +118,16 @@ export class Replica {
     /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
-    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
-    cache.onPass = (values) => metrics.setLastSuccess(values);
+    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS });
+    // Per-schedule health metrics (alerts): computed after each cache pass, for the schedules this replica runs.
+    feedScheduleHealth({
+      cache,
+      metrics,
+      mode: p.scheduleMetrics ?? { kind: 'on' },
+      schedules: () => r?.running,
+      sinceMs: (name) => r?.definitions.loadedAtMs(name),
+      nowMs: () => clock.now(),
+    });
     cache.onBackfill = (counts) => metrics.setBackfill(counts);
     const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
@@ -148,26 +166,35 @@ export class Replica {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
+      cache.readQueues = () => laneJobCounts(lanes);
       const store = new Store(cmd, keys);
       const planner = new Planner(store, lanes, keys, clock, o, log);
       const executor = new Executor(store, keys, wrk, clock, o, log);
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
+      // Tracing (runner/tracing/): plans, attempts and final states become spans of one trace per occurrence.
+      const tracing = p.tracing ?? NO_TRACING;
       executor.onRun = (e) => {
         metrics.onRun(e);
         // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
         if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
+        tracing.onRun(e);
         p.onRun?.(e);
       };
+      executor.tracer = tracing;
+      if (tracing !== NO_TRACING) planner.onPlanned = (items, startMs, endMs) => tracing.planned(items, startMs, endMs);
       planner.onFinal = (x) => {
         metrics.onPlannedFinal(x);
         p.onPlannedFinal?.(x);
       };
+      planner.onPlannedLate = (x) => metrics.onPlannedLate(x);
       executor.setSchedules(p.schedules);
       const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
       replica.metrics = metrics;
       replica.admin = admin;
       replica.cache = cache;
       replica.names = names;
+      replica.running = p.schedules;
+      replica.tracing = tracing;
       const definitions = new Definitions(cmd, keys, o.replica);
       await planner.join(p.schedules);
       await definitions.publish(p.schedules);
@@ -226,6 +253,7 @@ export class Replica {
       }
     }
     this.names = new Set(schedules.map((s) => s.name));
+    this.running = schedules;
     if (diff.added.length + diff.changed.length + diff.removed.length > 0) this.log.info(diff, 'schedules reloaded');
     return diff;
   }
@@ -315,6 +343,7 @@ export class Replica {
       await step('queues', closeLanes(this.lanes), STOP_STEP_MS);
       await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
       await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+      await step('tracing', this.tracing.shutdown(), STOP_STEP_MS);
       this.metrics.close();
       for (const c of this.conns) c.disconnect();
     })();

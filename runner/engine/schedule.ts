@@ -2,6 +2,7 @@
 import type { DueTimes } from '../schedule/cron.js';
 import type { DispositionPolicy } from './dispositions.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
+import type { ScheduleWindows } from './windows.js';
 
 /** A compiled schedule as the planner and the executor use it. Durations in ms. */
 export interface EngineSchedule extends DispositionPolicy {
@@ -14,6 +15,8 @@ export interface EngineSchedule extends DispositionPolicy {
   maxConcurrent: number | null;
   /** Longest a run may take (null: no limit). */
   timeoutMs: number | null;
+  /** How long after a fire time a success may come before the schedule counts as overdue (absent: the default, runner/records/health.ts). */
+  overdueGraceMs?: number | null;
   /** Retries of a failed attempt, with backoff from retryBackoffMs doubling up to retryBackoffMaxMs (jittered). */
   retries: number;
   retryBackoffMs: number;
@@ -27,6 +30,8 @@ export interface EngineSchedule extends DispositionPolicy {
   heartbeat?: HeartbeatConfig;
   /** Keys that sign an http job's request body (context.signBody). */
   signing?: SigningConfig;
+  /** Calendar and blackout windows (windows.ts); absent: every day, no blackouts. */
+  windows?: ScheduleWindows;
   /** The job block after validation and compilation (`kind` selects the job kind). */
   job: { kind: string };
 }

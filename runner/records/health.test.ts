@@ -62,6 +62,15 @@ describe('scheduleHealth', () => {
     expect(scheduleHealth(s, t('2026-12-01T10:01:45Z')).overdueSinceMs).toBe(t('2026-12-01T10:01:30Z'));
   });
 
+  it('says when a schedule that is not overdue yet will be, unless a success comes first', () => {
+    const s = minutely({ lastSuccessMs: t('2026-12-01T10:02:03Z') });
+    const h = scheduleHealth(s, t('2026-12-01T10:03:10Z'));
+    expect(h.overdueMs).toBe(0);
+    expect(h.overdueFromMs).toBe(t('2026-12-01T10:03:30Z')); // 10:03 is owed; its grace ends then
+    expect(scheduleHealth(s, h.overdueFromMs!).overdueSinceMs).toBe(h.overdueFromMs);
+    expect(scheduleHealth(minutely({ suspended: true }), t('2026-12-01T10:03:10Z')).overdueFromMs).toBeNull();
+  });
+
   it('a suspended schedule is never overdue', () => {
     expect(scheduleHealth(minutely({ suspended: true }), t('2026-12-01T12:00:00Z')).overdueMs).toBe(0);
   });

@@ -47,7 +47,13 @@ export interface ScheduleHealth {
   /** The latest expected occurrence whose fire time plus the grace has passed: what a success was last owed for. */
   lastExpectedDueMs: number | null;
   lastExpectedFireMs: number | null;
-  /** Since when the schedule is overdue (the first owed fire time plus the grace); null when it is not. */
+  /**
+   * When the schedule is (or becomes, unless a success comes first) overdue: the first owed fire time plus the
+   * grace; null when suspended or nothing is owed. Callers that keep a health between two instants recompute
+   * it once this instant (or the next fire time) has passed, or an input changed.
+   */
+  overdueFromMs: number | null;
+  /** Since when the schedule is overdue (`overdueFromMs` once it has passed); null when it is not. */
   overdueSinceMs: number | null;
   /** How long it is overdue, ms; 0 when it is not. */
   overdueMs: number;
@@ -90,17 +96,19 @@ export function scheduleHealth(s: HealthInput, nowMs: number): ScheduleHealth {
 
   const nextDueMs = firstFiringAfter(nowMs);
   const lastExpectedDueMs = lastFiringBy(nowMs - s.graceMs);
-  let overdueSinceMs: number | null = null;
-  if (!s.suspended && lastExpectedDueMs !== null) {
+  let overdueFromMs: number | null = null;
+  if (!s.suspended) {
     const owedFrom = Math.max(s.lastSuccessMs ?? -Infinity, s.sinceMs);
     const firstOwed = firstFiringAfter(owedFrom);
-    if (firstOwed !== null && fire(firstOwed) + s.graceMs <= nowMs) overdueSinceMs = fire(firstOwed) + s.graceMs;
+    if (firstOwed !== null) overdueFromMs = fire(firstOwed) + s.graceMs;
   }
+  const overdueSinceMs = overdueFromMs !== null && overdueFromMs <= nowMs ? overdueFromMs : null;
   return {
     nextDueMs,
     nextFireMs: nextDueMs === null ? null : fire(nextDueMs),
     lastExpectedDueMs,
     lastExpectedFireMs: lastExpectedDueMs === null ? null : fire(lastExpectedDueMs),
+    overdueFromMs,
     overdueSinceMs,
     overdueMs: overdueSinceMs === null ? 0 : nowMs - overdueSinceMs,
   };

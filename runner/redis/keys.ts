@@ -104,6 +104,13 @@ export class Keyspace {
   get lastSuccess(): string {
     return `${this.ns}:lastok`;
   }
+  /**
+   * HASH schedule → `<consecutive failures>|<state>|<dueMs>|<endMs>|<reason>`: the latest final state of each
+   * schedule, flock-wide (written with every final state: scripts/lua.ts; read by records/last-result.ts).
+   */
+  get lastResult(): string {
+    return `${this.ns}:lastresult`;
+  }
   /** HASH schedule → JSON definition: what the replicas run, for `trigger`, `backfill` and operators. */
   get definitions(): string {
     return `${this.ns}:defs`;

@@ -11,9 +11,12 @@ import { Keyspace } from './keys.js';
 import { RedisServerProcess } from './server-process.js';
 import { Store, type ClaimRequest, type PlannedOccurrence, type PlanPolicy } from './store.js';
 import { keepFireTimes } from '../engine/dispositions.js';
+import { offerOf } from '../engine/planner.js';
+import { parseScheduleText } from '../config/load.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
 import { backfillCounts } from '../records/backfill.js';
+import { parseLastResult } from '../records/last-result.js';
 
 let server: RedisServerProcess;
 let redis: Redis;
@@ -169,7 +172,7 @@ describe('claim', () => {
   it('records missed, and runs nothing, when the starting deadline has passed', async () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now - 3000);
-    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed' });
+    expect(await store.claim(req(key, now - 3000, now - 3000, { startingDeadlineMs: 1000 }))).toEqual({ status: 'missed', reason: 'starting deadline exceeded' });
     expect(await record(key)).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded', fencingToken: 0 });
     expect(await store.claim(req(key, now - 3000, now - 3000))).toEqual({ status: 'final', state: 'missed' });
   });
@@ -497,6 +500,50 @@ describe('retries and suspension (claim/finish)', () => {
   });
 });
 
+describe('last result per schedule (every final state)', () => {
+  const lastResult = async (schedule: string) => parseLastResult((await redis.hget(keys.lastResult, schedule)) ?? '');
+
+  it('keeps the latest final state and the consecutive failures: failed adds, succeeded resets, missed/skipped keep', async () => {
+    const now = await redisNow();
+    const run = async (dueMs: number, state: 'succeeded' | 'failed') => {
+      const key = occurrenceKey('s', dueMs);
+      const c = await store.claim(req(key, dueMs, dueMs));
+      expect(c.status).toBe('claimed');
+      expect(await store.finish(key, 1, { state, reason: state === 'failed' ? 'job failed' : '', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    };
+    expect(await lastResult('s')).toBeUndefined();
+    await run(now - 5000, 'failed');
+    await run(now - 4000, 'failed');
+    expect(await lastResult('s')).toMatchObject({ state: 'failed', consecutiveFailures: 2, dueMs: now - 4000, reason: 'job failed' });
+    // Missed by the starting deadline (claim script) and skipped at planning (plan script): the failures stay.
+    const late = occurrenceKey('s', now - 3000);
+    expect((await store.claim(req(late, now - 3000, now - 3000, { startingDeadlineMs: 10 }))).status).toBe('missed');
+    expect(await lastResult('s')).toMatchObject({ state: 'missed', consecutiveFailures: 2, reason: 'starting deadline exceeded' });
+    const r = await store.plan(offer('s', [{ dueMs: now + 5000, fireMs: now + 5000 }], { suspend: true }), planOpts);
+    expect(r.finals).toHaveLength(1);
+    expect(await lastResult('s')).toMatchObject({ state: 'skipped', consecutiveFailures: 2, dueMs: now + 5000 });
+    await run(now - 2000, 'succeeded');
+    const ok = await lastResult('s');
+    expect(ok).toMatchObject({ state: 'succeeded', consecutiveFailures: 0, dueMs: now - 2000, reason: '' });
+    expect(ok!.endMs).toBeGreaterThanOrEqual(now);
+    // A stale completion changes nothing; another schedule has its own entry.
+    expect(await store.finish(occurrenceKey('s', now - 2000), 1, { state: 'failed', retentionMs: 120_000 })).toEqual({ status: 'refused' });
+    expect(await lastResult('s')).toMatchObject({ state: 'succeeded', consecutiveFailures: 0 });
+    expect(await lastResult('other')).toBeUndefined();
+  });
+
+  it('a retry is not a final state; a failure recorded by the sweep or abandon counts', async () => {
+    const now = await redisNow();
+    const key = occurrenceKey('s', now);
+    await store.claim(req(key, now, now, { lockMs: 10_000 }));
+    expect((await store.finish(key, 1, { state: 'failed', retentionMs: 120_000, retries: 1, retryBackoffMs: 10_000 })).status).toBe('retrying');
+    expect(await lastResult('s')).toBeUndefined();
+    // Abandoned while waiting to retry (schedule removed): a started occurrence ends failed.
+    expect(await store.abandon(key, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'failed' });
+    expect(await lastResult('s')).toMatchObject({ state: 'failed', consecutiveFailures: 1, reason: 'schedule removed' });
+  });
+});
+
 describe('backfill backlog', () => {
   const RETENTION = 120_000;
   const HOUR = 3_600_000;
@@ -597,5 +644,99 @@ describe('backfill backlog', () => {
     expect(await admit(2)).toEqual([]);
     expect(await redis.zcard(keys.backfillSchedules)).toBe(0);
     expect(await backfillCounts(redis, keys)).toEqual(new Map());
+  });
+});
+
+// Calendars and blackouts through the plan script: what the windows fix (a skipped due time) is recorded as given,
+// whatever the Redis clock says; what they delay keeps its reason when recorded, and its starting deadline counts
+// from the original fire time, decided on TIME (runner/engine/windows.ts, planner.ts offerOf, scripts/plan.ts).
+const MIN = 60_000;
+const JOB = 'job: {kind: http, url: "http://127.0.0.1:1/"}';
+/** An hour of horizon: the offers below reach minutes into the past. */
+const windowPlanOpts = { horizonMs: 3_600_000, retentionMs: 7_200_000, catchUpGraceMs: 1000, replica: 'a' };
+/** A cron (UTC) that fires once a year, at the minute of `ms`. */
+const cronAt = (ms: number): string => {
+  const d = new Date(ms);
+  return `${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
+};
+const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+async function windowedSchedule(extra: string, head = '', cron = '* * * * *') {
+  const res = await parseScheduleText(`${head}schedules:\n  - name: s\n    cron: "${cron}"\n    timeZone: UTC\n${extra}    ${JOB}\n`, 'w.yaml');
+  expect(res.errors.map((e) => e.format())).toEqual([]);
+  return res.schedules[0]!;
+}
+/** Offers `dues` (fire time = due time: no jitter) of `s` to the plan script; @returns their records, in order. */
+async function planWindowed(s: Awaited<ReturnType<typeof windowedSchedule>>, dues: number[]) {
+  const items = offerOf(s, dues.map((d) => ({ dueMs: d, fireMs: d })));
+  const out = await store.plan(items, windowPlanOpts);
+  const recs = await Promise.all(items.map(async (it) => toRunRecord(await redis.hgetall(keys.occurrence(it.key)))));
+  return { out, recs };
+}
+
+describe('calendars and blackouts in the plan script (Redis TIME)', () => {
+  it('a calendar-skipped occurrence is recorded skipped with its calendar, even overdue, past its deadline or suspended', async () => {
+    const now = await redisNow();
+    const m = Math.floor(now / MIN) * MIN;
+    const cal = `calendars:\n  - {name: freeze, ranges: [{from: "${day(now - 2 * 86_400_000)}", to: "${day(now + 2 * 86_400_000)}"}]}\n`;
+    const dues = Array.from({ length: 10 }, (_, i) => m - (10 - i) * MIN);
+    for (const extra of ['', '    startingDeadline: 1s\n', '    suspend: true\n']) {
+      await redis.flushall();
+      const s = await windowedSchedule(`    calendar: {exclude: freeze}\n${extra}`, cal);
+      const { out, recs } = await planWindowed(s, dues);
+      expect(out.toEnqueue).toEqual([]);
+      expect(recs.map((r) => `${r!.state} ${r!.reason}`)).toEqual(dues.map(() => 'skipped calendar freeze'));
+    }
+  });
+
+  it('skipped due times take no catch-up place: of overdue ones, the latest the blackout lets run is the one that runs late', async () => {
+    const now = await redisNow();
+    const m = Math.floor(now / MIN) * MIN;
+    // Every other minute is in a skip window; all ten are overdue (catch-up grace 1 s).
+    const s = await windowedSchedule('    catchUp: latest\n    blackouts: [{name: odd, cron: "*/2 * * * *", duration: 1m, action: skip}]\n');
+    const dues = Array.from({ length: 10 }, (_, i) => m - (10 - i) * MIN);
+    const { recs } = await planWindowed(s, dues);
+    const skipped = recs.flatMap((r, i) => (r!.state === 'skipped' ? [i] : []));
+    expect(skipped).toHaveLength(5);
+    for (const i of skipped) expect(recs[i]!.reason).toBe('blackout odd');
+    const late = recs.flatMap((r, i) => (r!.state === 'scheduled' ? [i] : []));
+    expect(late).toEqual([Math.max(...recs.flatMap((r, i) => (r!.state === 'skipped' ? [] : [i])))]);
+    expect(recs[late[0]!]!.reason).toBe('catch-up: run late (catchUp latest)');
+    for (const [i, r] of recs.entries()) if (r!.state !== 'skipped' && i !== late[0]) expect(r).toMatchObject({ state: 'missed', reason: 'catch-up: superseded by a later overdue occurrence' });
+  });
+
+  it('a delayed run keeps its reason and fires at the window end; late, it keeps it after the catch-up reason', async () => {
+    const now = await redisNow();
+    const m = Math.floor(now / MIN) * MIN;
+    // A window from m-2m to m+3m (ahead of TIME): the occurrence due at m-1m is delayed to m+3m and runs then.
+    // (Schedules that fire once, at the minute offered: no later due time in the window takes its place.)
+    const ahead = await windowedSchedule(`    startingDeadline: 10m\n    blackouts: [{name: maint, cron: "${cronAt(m - 2 * MIN)}", duration: 5m, action: delay}]\n`, '', cronAt(m - MIN));
+    const why = `delayed: blackout maint until ${new Date(m + 3 * MIN).toISOString()}`;
+    const a = await planWindowed(ahead, [m - MIN]);
+    expect(a.out.toEnqueue).toEqual([{ key: expect.any(String), reason: why }]);
+    expect(a.recs[0]).toMatchObject({ state: 'scheduled', reason: why, fireMs: m + 3 * MIN });
+    // A window that ended 4 minutes ago: the delayed run is overdue on TIME and runs late, both reasons kept.
+    await redis.flushall();
+    const past = await windowedSchedule(`    blackouts: [{name: maint, cron: "${cronAt(m - 8 * MIN)}", duration: 4m, action: delay}]\n`, '', cronAt(m - 7 * MIN));
+    const p = await planWindowed(past, [m - 7 * MIN]);
+    const whyPast = `delayed: blackout maint until ${new Date(m - 4 * MIN).toISOString()}`;
+    expect(p.recs[0]).toMatchObject({ state: 'scheduled', reason: `catch-up: run late (catchUp latest); ${whyPast}`, fireMs: m - 4 * MIN });
+  });
+
+  it('the starting deadline of a delayed run counts from its original fire time, on TIME', async () => {
+    const now = await redisNow();
+    const m = Math.floor(now / MIN) * MIN;
+    // Due (and first meant to fire) at m-7m, delayed 3 minutes to m-4m, starting deadline 5m: counted from the
+    // original fire time it passed at m-2m (missed); counted from the delayed one it would pass only at m+1m.
+    const s = await windowedSchedule(`    startingDeadline: 5m\n    blackouts: [{name: maint, cron: "${cronAt(m - 8 * MIN)}", duration: 4m, action: delay}]\n`, '', cronAt(m - 7 * MIN));
+    const { out, recs } = await planWindowed(s, [m - 7 * MIN]);
+    const why = `delayed: blackout maint until ${new Date(m - 4 * MIN).toISOString()}`;
+    expect(out.toEnqueue).toEqual([]);
+    expect(recs[0]).toMatchObject({ state: 'missed', reason: `starting deadline exceeded (${why})` });
+    // The same delay and deadline an hour ahead of TIME: nothing passed yet, it is recorded to run.
+    await redis.flushall();
+    const later = await windowedSchedule(`    startingDeadline: 5m\n    blackouts: [{name: maint, cron: "${cronAt(m + 60 * MIN)}", duration: 4m, action: delay}]\n`, '', cronAt(m + 61 * MIN));
+    const l = await planWindowed(later, [m + 61 * MIN]);
+    expect(l.recs[0]).toMatchObject({ state: 'scheduled', reason: `delayed: blackout maint until ${new Date(m + 64 * MIN).toISOString()}`, fireMs: m + 64 * MIN });
   });
 });

@@ -53,6 +53,28 @@ export interface PlannedOccurrence {
    */
   keepFireMs: number | null;
   policy: PlanPolicy;
+  /**
+   * A final state the definition fixes whatever the time (a calendar excludes the due time, a blackout skips it:
+   * runner/engine/windows.ts): the plan script records it as is, before its own rules. `keepFireMs` is then unused.
+   */
+  fixed?: PlannedFixedState;
+  /** Set when a delay window moved `fireMs` later than the occurrence's jitter window (runner/engine/windows.ts). */
+  delay?: PlannedDelay;
+}
+
+/** See {@link PlannedOccurrence.fixed}. */
+export interface PlannedFixedState {
+  state: 'missed' | 'skipped';
+  /** Recorded as the reason, e.g. `calendar holidays`, `blackout freeze`. */
+  reason: string;
+}
+
+/** See {@link PlannedOccurrence.delay}. */
+export interface PlannedDelay {
+  /** `delayed: blackout <name> until <ISO end>`: kept in the record (with a catch-up or deadline reason if any). */
+  reason: string;
+  /** The fire time in the jitter window, before the delay: the starting deadline counts from it (UTC ms). */
+  originalFireMs: number;
 }
 
 /** An occurrence the plan script recorded in a final state, on the Redis clock. */
@@ -83,7 +105,7 @@ export type ClaimResult =
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
   | { status: 'stale' }
-  | { status: 'missed' }
+  | { status: 'missed'; reason: string }
   | { status: 'skipped'; reason: string }
   | { status: 'paused' }
   | { status: 'failed'; reason: string; error: string }
@@ -155,7 +177,8 @@ export class Store {
       args.push(schedule, j - i, p.suspend ? 1 : 0, p.startingDeadlineMs ?? -1, p.catchUp, p.maxCatchUpRuns);
       for (; i < j; i++) {
         const it = items[i]!;
-        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1);
+        const note = it.fixed?.reason ?? it.delay?.reason ?? '';
+        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs);
       }
     }
     const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
@@ -216,8 +239,10 @@ export class Store {
         return { status: 'skipped', reason: String(out[1]) };
       case 'failed':
         return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
-      case 'stale':
       case 'missed':
+        // The claim script records this one reason with it (scripts/claim.ts: the starting deadline).
+        return { status: 'missed', reason: 'starting deadline exceeded' };
+      case 'stale':
       case 'paused':
       case 'stalled-out':
         return { status: out[0] };

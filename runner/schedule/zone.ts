@@ -94,7 +94,7 @@ export function suggestTimeZones(tz: string): string[] {
 }
 
 /** Levenshtein distance, giving up (returning `cap`) once every path is at least `cap`. */
-function editDistance(a: string, b: string, cap: number): number {
+export function editDistance(a: string, b: string, cap: number): number {
   if (Math.abs(a.length - b.length) >= cap) return cap;
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {

@@ -107,7 +107,8 @@ export function watchScheduleFiles(path: string, onChange: () => void): void {
       // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
       // beside them must not make every replica re-read and re-publish thousands of schedules.
       const name = file === null ? undefined : String(file);
-      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
+      // Calendars' .ics files beside the schedule files count too (they are read at load).
+      if (name !== undefined && !name.startsWith('..') && !/^[^.].*\.ics$/.test(name) && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
       if (timer) clearTimeout(timer);
       timer = setTimeout(onChange, 300);
     }).unref();

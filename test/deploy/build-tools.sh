@@ -8,20 +8,25 @@
 #     (test/deploy/compose.test.ts)
 #   ${CRONFLOCK_CACHE:-~/.cache/cronflock}/deploy-tools/helm-<HELM_VERSION>
 #     helm.sh/helm/<major>/cmd/helm: lints and renders k8s/helm/cronflock (test/k8s/helm.test.ts)
-# Idempotent: exits at once when both are cached. Prints the directory on its last line.
+#   ${CRONFLOCK_CACHE:-~/.cache/cronflock}/deploy-tools/promtool-<PROMETHEUS_VERSION>
+#     github.com/prometheus/prometheus/cmd/promtool: checks and unit-tests the shipped alert rules
+#     (test/integration/alert-rules.test.ts); the module's v0.3xx.y versions are Prometheus 3.xx.y
+# Idempotent: exits at once when all are cached. Prints the directory on its last line.
 set -euo pipefail
 
 KUSTOMIZE_VERSION="${CRONFLOCK_KUSTOMIZE_VERSION:-v5.8.1}"
 COMPOSE_GO_VERSION="${CRONFLOCK_COMPOSE_GO_VERSION:-v2.16.2}"
 HELM_VERSION="${CRONFLOCK_HELM_VERSION:-v3.22.0}"
+PROMETHEUS_VERSION="${CRONFLOCK_PROMETHEUS_VERSION:-v0.316.0}"
 CACHE="${CRONFLOCK_CACHE:-$HOME/.cache/cronflock}"
 OUT="$CACHE/deploy-tools"
 JOBS="${CRONFLOCK_BUILD_JOBS:-$([ "${CI:-}" = true ] && nproc || echo 1)}"
 KUSTOMIZE="$OUT/kustomize-$KUSTOMIZE_VERSION"
 COMPOSE="$OUT/compose-config-$COMPOSE_GO_VERSION"
 HELM="$OUT/helm-$HELM_VERSION"
+PROMTOOL="$OUT/promtool-$PROMETHEUS_VERSION"
 
-if [ -x "$KUSTOMIZE" ] && [ -x "$COMPOSE" ] && [ -x "$HELM" ]; then
+if [ -x "$KUSTOMIZE" ] && [ -x "$COMPOSE" ] && [ -x "$HELM" ] && [ -x "$PROMTOOL" ]; then
   echo "deploy tools: cached in $OUT"
   echo "$OUT"
   exit 0
@@ -112,6 +117,10 @@ if [ ! -x "$HELM" ]; then
   major="${HELM_VERSION%%.*}"
   echo "deploy tools: building helm $HELM_VERSION (nice 19, -p $JOBS)"
   go_install "helm.sh/helm/$major/cmd/helm@$HELM_VERSION" helm "$HELM"
+fi
+if [ ! -x "$PROMTOOL" ]; then
+  echo "deploy tools: building promtool $PROMETHEUS_VERSION (nice 19, -p $JOBS)"
+  go_install "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" promtool "$PROMTOOL"
 fi
 echo "deploy tools: done"
 echo "$OUT"

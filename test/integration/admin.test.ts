@@ -112,13 +112,13 @@ describe('metrics, health and logs', () => {
     await until(
       async () => {
         const now = await Promise.all(rs.map(async (r) => (await get(`${r.adminUrl}/metrics`)).text));
-        return now.every((t) => Math.abs(sum([t], 'cronflock_last_success_timestamp_seconds', { schedule: 'ok' }) - lastOk / 1000) < 0.005);
+        return now.every((t) => Math.abs(sum([t], 'cronflock_schedule_last_success_timestamp_seconds', { schedule: 'ok' }) - lastOk / 1000) < 0.005);
       },
       10_000,
       "both replicas serving ok's latest success",
     );
     for (const t of texts) {
-      expect(t).not.toMatch(/cronflock_last_success_timestamp_seconds\{[^}]*schedule="bad"/);
+      expect(t).not.toMatch(/cronflock_schedule_last_success_timestamp_seconds\{[^}]*schedule="bad"/);
       expect(t).toMatch(/^cronflock_clock_skew_seconds\{replica="m[12]"\} -?\d/m);
       expect(t).toMatch(/^cronflock_active_runs\{replica="m[12]"\} 0$/m);
     }
@@ -278,7 +278,7 @@ ${bulk.join('\n')}
     expect(results.every((x) => x.status === 200 || x.status === 503)).toBe(true);
     expect(ok.length).toBeGreaterThanOrEqual(results.length / 10);
     const one = await scrape(metricsUrl, true);
-    expect(one.text).toContain('cronflock_last_success_timestamp_seconds{schedule="bulk-49999",replica="big"}');
+    expect(one.text).toContain('cronflock_schedule_last_success_timestamp_seconds{schedule="bulk-49999",replica="big"}');
     expect(one.text!.length).toBeGreaterThan(N * 50); // the 50,000 series, each time
     // Redis saw the refresh loop only (a PING a second, a 101-page HSCAN pass every few seconds), no read per
     // scrape or per rendering; and the replica stayed ready throughout.

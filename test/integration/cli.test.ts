@@ -84,7 +84,7 @@ describe('the cronflock command', () => {
     expect(rows[0]).toMatchObject({ dueAt: '2026-07-01T00:00:02.000Z', dueLocal: '2026-07-01T02:00:02.000+02:00', timeZone: 'Europe/Berlin' });
     const text = run(['next', 'examples/schedules.yaml', '-n', '1', '--from', '2026-01-01T00:00:00Z']);
     expect(text.status, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^SCHEDULE +DUE \(UTC\) +FIRE \(UTC\) +WINDOW END \(UTC\) +FIRE \(LOCAL\) +ZONE$/m);
+    expect(text.stdout).toMatch(/^SCHEDULE +DUE \(UTC\) +FIRE \(UTC\) +WINDOW END \(UTC\) +FIRE \(LOCAL\) +ZONE +NOTE$/m);
     expect(text.stdout).toMatch(/^ping-billing +2026-01-01T00:00:02\.000Z .* 2026-01-01T01:00:02\.\d{3}\+01:00 +Europe\/Berlin$/m);
     expect(text.stdout).toMatch(/^nightly-ish +2026-01-01T00:00:30\.000Z .* 2025-12-31T19:00:30\.000-05:00 +America\/New_York$/m);
   });

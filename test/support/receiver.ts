@@ -10,6 +10,8 @@ export interface Delivery {
   body: HttpJobBody;
   /** Request path, e.g. `/hook`. */
   path: string;
+  /** Request headers (lower-case names). */
+  headers: Record<string, string | string[] | undefined>;
   /** Receiver's clock when the request arrived (ms). */
   receivedMs: number;
   /** Set when the client closed the connection before the answer. */
@@ -41,7 +43,7 @@ export class Receiver {
       let text = '';
       req.on('data', (c: Buffer) => (text += c.toString()));
       req.on('end', () => {
-        const d: Delivery = { body: JSON.parse(text || '{}') as HttpJobBody, path: req.url ?? '/', receivedMs: Date.now() };
+        const d: Delivery = { body: JSON.parse(text || '{}') as HttpJobBody, path: req.url ?? '/', headers: req.headers, receivedMs: Date.now() };
         ref.self!.deliveries.push(d);
         res.on('close', () => {
           if (!res.writableFinished) d.abortedMs = Date.now();

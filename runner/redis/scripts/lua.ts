@@ -18,7 +18,29 @@
  * to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
  * whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
  * Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
+ *
+ * Every final state also updates the schedule's entry in `{ns}:lastresult` (see {@link LAST_RESULT_LUA}), which
+ * the health metrics and alerts read with HSCAN instead of walking run records.
  */
+
+/**
+ * The latest final state of each schedule, flock-wide, with its run of consecutive failures: HASH
+ * `{ns}:lastresult`, schedule → `<consecutive failures>|<state>|<dueMs>|<endMs>|<reason>` (the reason last: it may
+ * contain `|`). Written in the same script that makes a record final, so it never disagrees with the records.
+ * Order: the latest occurrence to become final, whatever its due time. `failed` adds one to the consecutive
+ * failures, `succeeded` resets them to 0, `missed` and `skipped` (nothing ran) keep them.
+ * The key is the flock's prefix (`{ns}:`, the run-record key without `occ:<occurrence key>`) + `lastresult`.
+ * Parsed by runner/records/last-result.ts.
+ */
+const LAST_RESULT_LUA = `
+local function recordLastResult(occKey, key, schedule, state, reason, dueMs)
+  local lastResultKey = string.sub(occKey, 1, #occKey - #key - 4) .. 'lastresult'
+  local prev = rcall('HGET', lastResultKey, schedule)
+  local failures = tonumber(prev and string.match(prev, '^(%d+)|') or '0')
+  if state == 'failed' then failures = failures + 1 elseif state == 'succeeded' then failures = 0 end
+  rcall('HSET', lastResultKey, schedule, failures .. '|' .. state .. '|' .. (dueMs or '') .. '|' .. now .. '|' .. (reason or ''))
+end
+`;
 
 /** `now` in ms from the server clock, and the helpers the scripts share. */
 export const LUA_PRELUDE = `
@@ -103,6 +125,7 @@ local function recordHistory(occKey)
 end
 -- ---- end of history ----------------------------------------------------------------------------------------
 
+${LAST_RESULT_LUA}
 -- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
 -- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs.
 local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs)
@@ -115,6 +138,7 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
     rcall('PEXPIRE', occKey, retentionMs)
     recordHistory(occKey)
     emitOutcome(occKey, state, reason)
+    recordLastResult(occKey, key, schedule, state, reason, dueMs)
   else
     rcall('PEXPIRE', occKey, math.max(tonumber(fireMs) - now, 0) + retentionMs)
   end
@@ -146,6 +170,8 @@ end
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   rcall('HSET', occKey, 'state', state, 'endMs', now)
   if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs')
+  if rec[1] then recordLastResult(occKey, key, rec[1], state, reason, rec[2]) end
   rcall('HDEL', occKey, 'leaseUntil')
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)

@@ -13,8 +13,10 @@ import { LUA_PRELUDE } from './lua.js';
  * What becomes of a new occurrence is decided here, on `TIME`, never on the offering replica's estimate of it
  * (a host clock stepped by an hour must not make an hour of occurrences "overdue"). Rules (Kubernetes CronJob
  * semantics, made explicit and recorded instead of dropped), per schedule:
+ * - a final state the definition fixed (a calendar or a blackout: runner/engine/windows.ts): recorded as given;
  * - suspended in the schedule file: recorded `skipped: suspended`;
- * - its starting deadline passed (`fire + startingDeadline < now`): `missed: starting deadline exceeded`;
+ * - its starting deadline passed (`fire + startingDeadline < now`, from the ORIGINAL fire time of an occurrence a
+ *   delay window moved): `missed: starting deadline exceeded`;
  * - overdue, i.e. more than the catch-up grace after its fire time (the whole flock, or Redis, was away): the
  *   catch-up policy keeps the newest `keep` overdue occurrences of the offer (`none`: 0, `latest`: 1, `all`:
  *   maxCatchUpRuns), which run late with the reason `catch-up: run late (catchUp …)`; the others are `missed`
@@ -23,6 +25,9 @@ import { LUA_PRELUDE } from './lua.js';
  *   offer is overdue too: the caller passes that one's fire time (`keepFireMs`), which makes every row
  *   decidable on its own, whichever chunk of a long offer it travels in;
  * - otherwise: recorded `scheduled`, to run.
+ * The note of a delayed occurrence (`delayed: blackout … until …`) stays in its reason: alone when it runs on
+ * time, after the catch-up reason (`catch-up: run late (catchUp latest); delayed: …`) or inside the deadline's
+ * (`starting deadline exceeded (delayed: …)`). Catch-up is judged on the (delayed) fire time, when it may run.
  *
  * Last, the call writes the caller's plan mark (`marks[replica] = ARGV[6]`). Redis loses writes only as a
  * suffix (a crash with `appendfsync everysec`, a failover to a replica that lagged), so a surviving mark proves
@@ -32,8 +37,9 @@ import { LUA_PRELUDE } from './lua.js';
  * ARGV[1] run-record key prefix, ARGV[2] run-index key prefix, ARGV[3] horizonMs, ARGV[4] retentionMs,
  * ARGV[5] replica, ARGV[6] plan mark ('' for none), ARGV[7] catchUpGraceMs, then per schedule a group:
  *   schedule, row count n, suspend (0 | 1), startingDeadlineMs (-1: none), catchUp (none | latest | all),
- *   maxCatchUpRuns, then n rows of 4 values: dueMs, fireMs, occurrence key, keepFireMs (-1: no occurrence
- *   `keep` places later in the offer)
+ *   maxCatchUpRuns, then n rows of 7 values: dueMs, fireMs, occurrence key, keepFireMs (-1: no occurrence
+ *   `keep` places later in the offer), fixed state ('' | missed | skipped), note (the fixed state's reason, or a
+ *   delay's, or ''), deadlineFromMs (the fire time the starting deadline counts from)
  * Returns: for each occurrence created scheduled (to enqueue): key, reason ('' on time, the catch-up reason for
  *   a catch-up run: it goes to the backlog lane), then '|', then for each key created in a final state: key,
  *   state (missed | skipped), reason.
@@ -58,20 +64,26 @@ while i <= #ARGV do
   i = i + 6
   for r = 1, n do
     local dueArg, fireArg, key, keepFireMs = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local fixed, note, deadlineFromMs = ARGV[i + 4], ARGV[i + 5], tonumber(ARGV[i + 6])
     local dueMs, fireMs = tonumber(dueArg), tonumber(fireArg)
-    i = i + 4
+    i = i + 7
     local occKey = occPrefix .. key
     if now - dueMs <= horizonMs and rcall('EXISTS', occKey) == 0 then
-      local state, reason = 'scheduled', ''
-      if suspend then
+      local state, reason = 'scheduled', note
+      local after = ''
+      if note ~= '' then after = '; ' .. note end
+      if fixed ~= '' then
+        state = fixed
+      elseif suspend then
         state, reason = 'skipped', 'suspended'
-      elseif deadlineMs >= 0 and fireMs + deadlineMs < now then
+      elseif deadlineMs >= 0 and deadlineFromMs + deadlineMs < now then
         state, reason = 'missed', 'starting deadline exceeded'
+        if note ~= '' then reason = reason .. ' (' .. note .. ')' end
       elseif fireMs + graceMs < now then
         if keepFireMs >= 0 and keepFireMs + graceMs < now then
-          state, reason = 'missed', dropWhy
+          state, reason = 'missed', dropWhy .. after
         else
-          reason = 'catch-up: run late (catchUp ' .. catchUp .. ')'
+          reason = 'catch-up: run late (catchUp ' .. catchUp .. ')' .. after
         end
       end
       createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueArg, fireArg, 'schedule', state, reason, replica, retentionMs)

@@ -1,0 +1,70 @@
+/**
+ * The rows of `cronflock next`: upcoming due times of a schedule with their fire times, and what the
+ * schedule's calendar and blackouts make of each (the same rule the planner applies, runner/engine/windows.ts).
+ */
+import { windowDisposition, type WindowedSchedule } from '../engine/windows.js';
+import type { DueTimes } from '../schedule/cron.js';
+import { fireTimeMs } from '../schedule/occurrence.js';
+import { localIso } from '../time/local-time.js';
+
+/**
+ * One upcoming occurrence. `…At` and `windowEnd` are ISO 8601 UTC, `…Local` the same instants in the schedule's
+ * time zone; `fireAt` and `fireLocal` are `-` for one that will not run.
+ */
+export interface NextRow {
+  schedule: string;
+  timeZone: string;
+  dueAt: string;
+  dueLocal: string;
+  fireAt: string;
+  fireLocal: string;
+  windowEnd: string;
+  /** `run`, or `skipped` / `missed` by the calendar or a blackout. */
+  state: 'run' | 'skipped' | 'missed';
+  /** `calendar holidays`, `blackout freeze`, `delayed: blackout db until …`, or ''. */
+  reason: string;
+}
+
+/** The most due times looked at for one schedule when skipped ones are hidden (a calendar may hold few days). */
+export const MAX_SCANNED = 100_000;
+
+/**
+ * The next `count` occurrences strictly after `fromMs`; with `hideSkipped`, the next `count` that run
+ * (looking at most at {@link MAX_SCANNED} due times).
+ * @returns the rows, and whether the scan stopped at its limit before finding `count`.
+ */
+export function nextRows(
+  s: WindowedSchedule & { due: DueTimes; timeZone: string },
+  fromMs: number,
+  count: number,
+  hideSkipped: boolean,
+): { rows: NextRow[]; truncated: boolean } {
+  const rows: NextRow[] = [];
+  let t = fromMs;
+  for (let scanned = 0; rows.length < count; scanned++) {
+    if (scanned >= MAX_SCANNED) return { rows, truncated: true };
+    const due = s.due.next(t);
+    if (due === null) break;
+    t = due;
+    const d = windowDisposition(s, due, fireTimeMs(s.name, due, s.jitterMs));
+    if (hideSkipped && d.disposition !== 'run') continue;
+    const runs = d.disposition === 'run';
+    rows.push({
+      schedule: s.name,
+      timeZone: s.timeZone,
+      dueAt: new Date(due).toISOString(),
+      dueLocal: localIso(due, s.timeZone),
+      fireAt: runs ? new Date(d.fireMs).toISOString() : '-',
+      fireLocal: runs ? localIso(d.fireMs, s.timeZone) : '-',
+      windowEnd: new Date(due + s.jitterMs).toISOString(),
+      state: d.disposition,
+      reason: d.reason,
+    });
+  }
+  return { rows, truncated: false };
+}
+
+/** The NOTE column: `skipped: calendar holidays`, `delayed: blackout db until …`, or ''. */
+export function noteOf(r: NextRow): string {
+  return r.state === 'run' ? r.reason : `${r.state}: ${r.reason}`;
+}
