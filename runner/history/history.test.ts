@@ -9,6 +9,7 @@ import { claimRequest as req, redisNow as now0, scriptHarness } from '../../test
 import { HistoryKeys } from './keys.js';
 import { readOccurrence, readOccurrences } from './read.js';
 import { publishHistoryMs } from './config.js';
+import { OutboxKeys } from '../outbox/store.js';
 
 const h = scriptHarness();
 const hk = new HistoryKeys(h.keys);
@@ -48,12 +49,39 @@ describe('history', () => {
   it('records occurrences closed without a run (planned skipped, missed at claim) with who closed them and why', async () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now - 5_000);
-    expect(await h.store.claim(req(key, now - 5_000, now - 5_000, { startingDeadlineMs: 1_000, replica: 'c' }))).toEqual({ status: 'missed' });
+    expect(await h.store.claim(req(key, now - 5_000, now - 5_000, { startingDeadlineMs: 1_000, replica: 'c' }))).toEqual({ status: 'missed', reason: 'starting deadline exceeded' });
     const page = await readOccurrences(h.redis, h.keys, 's', now - 60_000, now, 100);
     await h.redis.del(h.keys.occurrence(key));
     const v = await readOccurrence(h.redis, h.keys, key);
     expect(page.items).toHaveLength(1);
     expect(v).toMatchObject({ state: 'missed', reason: 'starting deadline exceeded', replica: 'c', attempts: [], from: 'history' });
+  });
+
+  it('records an occurrence the plan script closed in a state a calendar fixed (skipped: calendar …), with its reason, in the history, the latest result and the outbox', async () => {
+    const now = await redisNow();
+    // The published definition asks for skipped outcomes in the outbox (runner/notify/events.ts outboxOn).
+    await h.redis.hset(h.keys.definitions, 's', JSON.stringify({ outboxOn: 'skipped' }));
+    const policy = { suspend: false, startingDeadlineMs: null, catchUp: 'latest' as const, maxCatchUpRuns: 10 };
+    const due = now + 1_000;
+    const key = occurrenceKey('s', due);
+    const r = await h.store.plan(
+      [{ schedule: 's', key, dueMs: due, fireMs: due, keepFireMs: null, policy, fixed: { state: 'skipped', reason: 'calendar holidays' } }],
+      { horizonMs: 60_000, retentionMs: 120_000, catchUpGraceMs: 1_000, replica: 'p' },
+    );
+    expect(r).toEqual({ toEnqueue: [], finals: [{ key, state: 'skipped', reason: 'calendar holidays' }] });
+
+    await h.redis.del(h.keys.occurrence(key)); // the record's retention is over: the history still tells
+    const page = await readOccurrences(h.redis, h.keys, 's', now - 60_000, now + 60_000, 100);
+    expect(page.items).toHaveLength(1);
+    expect(page.items[0]).toMatchObject({ key, state: 'skipped', reason: 'calendar holidays', attempts: [], from: 'history' });
+    expect(await readOccurrence(h.redis, h.keys, key)).toMatchObject({ state: 'skipped', reason: 'calendar holidays', from: 'history' });
+    expect(await h.redis.hget(hk.last, 's')).toMatch(new RegExp(`^${due}\\|`));
+    expect(Object.keys(await h.redis.hgetall(hk.counts('s'))).map((f) => f[0])).toEqual(['k']);
+    // The same final state reached the outbox and the schedule's last result (alerts' lastresult).
+    const outbox = await h.redis.xrange(new OutboxKeys(h.keys.ns).stream, '-', '+');
+    const fields = outbox.map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
+    expect(fields).toEqual([expect.objectContaining({ key, schedule: 's', state: 'skipped', reason: 'calendar holidays' })]);
+    expect(await h.redis.hget(h.keys.lastResult, 's')).toMatch(new RegExp(`^0\\|skipped\\|${due}\\|\\d+\\|calendar holidays$`));
   });
 
   it('trims entries older than the history and keeps a newer latest result', async () => {

@@ -122,7 +122,7 @@ describe('emitOutcome', () => {
     await redis.hset(keys.suspended, 's', '{}');
     expect(await store.claim(req(k1!, now - 3000))).toEqual({ status: 'skipped', reason: 'suspended' });
     await redis.hdel(keys.suspended, 's');
-    expect(await store.claim(req(k2!, now - 2000, { startingDeadlineMs: 10 }))).toEqual({ status: 'missed' });
+    expect(await store.claim(req(k2!, now - 2000, { startingDeadlineMs: 10 }))).toEqual({ status: 'missed', reason: 'starting deadline exceeded' });
     await store.plan([{ schedule: 's', key: k3!, dueMs: now - 1000, fireMs: now - 1000, keepFireMs: null, policy: runs }], o);
     expect(await store.abandon(k3!, 'skipped', 'schedule removed', 120_000)).toEqual({ outcome: 'recorded', state: 'skipped' });
     // The sweep records missed a scheduled occurrence older than the horizon.
