@@ -128,8 +128,9 @@ describe('http job: answers', () => {
     const r = await attempt(params({ url, timeout: '60s' }));
     clearInterval(watch);
     expect(r).toMatchObject({ ok: true, value: { status: 200 } });
-    // Chunks read and dropped wait for the garbage collector, so some are counted; the whole body never is.
-    expect(peak - before).toBeLessThan(96 * 1024 * 1024);
+    // Chunks read and dropped (and the server's, in this same process) wait for the garbage collector, so some
+    // are counted (up to ~125 MiB seen on Node 24 in a busy run); the whole 256 MiB body never is.
+    expect(peak - before).toBeLessThan(192 * 1024 * 1024);
   });
 
   it('quotes the start of a failed answer, without the job\'s header values', async () => {

@@ -314,7 +314,7 @@ export class Replica {
    * Stops: no new plans or claims; running runs get `graceMs` to finish, then are handed over to other
    * replicas at once. Closes the connections. Bounded whatever Redis does: each step that waits on Redis has a
    * time limit (a hung or unreachable Redis answers nothing), so this resolves within about
-   * `graceMs + 20 s` (the outbox step included); what could not be handed over is re-claimed by another replica when its lease lapses.
+   * `graceMs + 20 s` (the outbox step included; ~`graceMs + 14 s` when Redis has stopped answering); what could not be handed over is re-claimed by another replica when its lease lapses.
    */
   stop(graceMs = this.opts.shutdownGraceMs): Promise<void> {
     this.stopping ??= (async () => {
@@ -323,8 +323,10 @@ export class Replica {
       const step = async (what: string, p: Promise<unknown>, ms: number): Promise<void> => {
         if (!(await settlesWithin(p, ms))) this.log.warn({ step: what, waitedMs: ms }, 'shutdown step did not finish in time; going on');
       };
-      await step('planner', this.planner.stop(), STOP_STEP_MS);
-      await step('backfill admission', this.admission.stop(), STOP_STEP_MS);
+      // Whether Redis answered lately: if not, the steps below that wait on it only wait for their limits, so
+      // independent ones wait side by side and the outbox does not wait for sends it could not record anyway.
+      const redisAnswering = this.cache.redisAgeMs <= REDIS_STALE_MS;
+      await step('planner and backfill admission', Promise.all([this.planner.stop(), this.admission.stop()]), STOP_STEP_MS);
       // The executor waits graceMs for runs, then up to 5 s for the hand-overs, then for BullMQ's worker to
       // close, which never happens while Redis is unreachable: once no run is held, give it STOP_STEP_MS more.
       const executorStopped = this.executor.stop(graceMs);
@@ -339,10 +341,15 @@ export class Replica {
       // After the runs: the outcomes of the runs that just finished are sent, and sends in flight settled (up to
       // OUTBOX_SEND_WAIT_MS), before this replica leaves the outbox's live consumers, which lets another replica
       // take over what is left at once.
-      await step('outbox', this.outbox?.stop(OUTBOX_SEND_WAIT_MS) ?? Promise.resolve(), OUTBOX_SEND_WAIT_MS + STOP_STEP_MS);
-      await step('queues', closeLanes(this.lanes), STOP_STEP_MS);
-      await step('flock-wide cache', this.cache.stop(), STOP_STEP_MS);
-      await step('admin server', this.admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
+      // A replica whose Redis does not answer cannot record a send either: another replica takes its entries over
+      // once its outbox liveness lapses.
+      const outboxWaitMs = redisAnswering ? OUTBOX_SEND_WAIT_MS : 0;
+      await step('outbox', this.outbox?.stop(outboxWaitMs) ?? Promise.resolve(), outboxWaitMs + STOP_STEP_MS);
+      await step(
+        'queues, flock-wide cache and admin server',
+        Promise.all([closeLanes(this.lanes), this.cache.stop(), this.admin?.close() ?? Promise.resolve()]),
+        STOP_STEP_MS,
+      );
       await step('tracing', this.tracing.shutdown(), STOP_STEP_MS);
       this.metrics.close();
       for (const c of this.conns) c.disconnect();

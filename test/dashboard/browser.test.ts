@@ -4,7 +4,8 @@
  * names, a failed run shown as failed, a suspended schedule as suspended, a re-claimed run with both fencing
  * tokens and its log lines), "Run now" is refused without a token and done once with an operator token, the
  * schedules page renders with 10,000 schedules, and no page breaks its Content Security Policy. Screenshots go
- * to docs/images/ (shown in the README).
+ * to a temporary folder, or with CRONFLOCK_SCREENSHOTS=1 (`npm run screenshots`) to docs/images/ (shown in the
+ * README): a test run leaves the checkout as it was.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,7 +23,7 @@ import { OPERATOR_TOKEN, startDashboardFlock } from '../support/dashboard-flock.
 import { publishMany } from '../../bench/lib/many-schedules.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const IMAGES = join(ROOT, 'docs/images');
+const IMAGES = process.env.CRONFLOCK_SCREENSHOTS === '1' ? join(ROOT, 'docs/images') : mkdtempSync(join(tmpdir(), 'cronflock-screens-'));
 /** Flags for a headless Chromium on a machine without a network (background networking otherwise hangs). */
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

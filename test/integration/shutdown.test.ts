@@ -171,8 +171,9 @@ describe('stopping', () => {
       const t0 = Date.now();
       r.signal('SIGTERM');
       const { code } = await r.exited;
-      // grace 2 s + the bounded steps (3 s each where Redis never answers); 2 minutes before this was fixed.
-      expect(Date.now() - t0).toBeLessThan(20_000);
+      // Documented bound: grace (2 s) + 20 s (the bounded steps, ~12 s where Redis never answers); 2 minutes
+      // before this was fixed. The margin is for a busy machine, not for the replica.
+      expect(Date.now() - t0).toBeLessThan(2_000 + 20_000 + 8_000);
       expect(code).toBe(0);
       expect(r.lines.some((l) => l.msg === 'shutdown step did not finish in time; going on')).toBe(true);
     } finally {
