@@ -18,6 +18,7 @@ COPY runner ./runner
 COPY jobs ./jobs
 COPY k8s ./k8s
 COPY bench ./bench
+COPY receiver ./receiver
 RUN npm run build
 
 # ---- runtime: production dependencies only, non-root, read-only friendly --------------------------------------
