@@ -173,7 +173,8 @@ const ALLOCATION_FAILED = /Array buffer allocation failed|Failed to allocate mem
 const SH = '/bin/sh';
 const hasSh = process.platform !== 'win32' && existsSync(SH);
 
-let reservedDataKb: number | undefined;
+/** Measured reservations per set of Node flags (one set per replica in practice). */
+const reservedDataKb = new Map<string, number>();
 
 /**
  * The data segment (KiB, VmData in /proc) a fresh Node process with these flags holds before running any code:
@@ -181,12 +182,15 @@ let reservedDataKb: number | undefined;
  * 0 where /proc cannot tell.
  */
 function nodeReservedDataKb(execArgv: string[]): number {
-  if (reservedDataKb !== undefined) return reservedDataKb;
+  const key = execArgv.join('\u0000');
+  const known = reservedDataKb.get(key);
+  if (known !== undefined) return known;
   const probe = `process.stdout.write(String(/VmData:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0))`;
   const r = spawnSync(process.execPath, [...execArgv, '-e', probe], { encoding: 'utf8', timeout: 30_000 });
   const kb = Number(r.stdout);
-  reservedDataKb = Number.isFinite(kb) && kb > 0 ? kb : 0;
-  return reservedDataKb;
+  const measured = Number.isFinite(kb) && kb > 0 ? kb : 0;
+  reservedDataKb.set(key, measured);
+  return measured;
 }
 
 function startProcess(limits: SandboxLimits): Host {

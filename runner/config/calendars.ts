@@ -27,7 +27,6 @@ import { canonicalJson, type CompiledSchedule } from './load.js';
 
 type Path = (string | number)[];
 
-
 /**
  * Largest `.ics` file read (4 MiB). A year of public holidays is a few kB; ical.js holds several times a file's
  * size while parsing, so a larger file is refused before it is read.
