@@ -29,6 +29,7 @@ import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { EngineSchedule } from './schedule.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
+import { sleep } from '../time/wait.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -67,18 +68,6 @@ interface ActiveRun {
 
 /** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
 const FIRE_MARGIN_MS = 2;
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 /** Runs claimed occurrences on this replica. */
 export class Executor {

@@ -11,7 +11,7 @@ import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
 import { explainRedisError } from '../redis/explain.js';
-import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
+import { settlesWithin, sleep } from '../time/wait.js';
 import { totalBackfill } from '../records/backfill.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
@@ -287,7 +287,7 @@ export class Replica {
       const executorStopped = this.executor.stop(graceMs);
       const runsGone = (async (): Promise<void> => {
         const until = performance.now() + graceMs + 5_000;
-        while (this.executor.activeCount > 0 && performance.now() < until) await sleepUnlessAborted(50);
+        while (this.executor.activeCount > 0 && performance.now() < until) await sleep(50);
         if (!(await settlesWithin(executorStopped, STOP_STEP_MS))) {
           this.log.warn({ step: 'queue worker', waitedMs: STOP_STEP_MS }, 'shutdown step did not finish in time; going on');
         }
@@ -327,7 +327,7 @@ async function firstSync(
   if (conn.status !== 'ready') {
     const ready = new AbortController();
     conn.once('ready', () => ready.abort());
-    await sleepUnlessAborted(3_000, AbortSignal.any([ready.signal, ...(signal ? [signal] : [])]));
+    await sleep(3_000, AbortSignal.any([ready.signal, ...(signal ? [signal] : [])]));
   }
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new ReplicaStartAborted();
@@ -343,6 +343,6 @@ async function firstSync(
     } finally {
       clearTimeout(timer);
     }
-    await sleepUnlessAborted(Math.min(500 * attempt, 5_000), signal);
+    await sleep(Math.min(500 * attempt, 5_000), signal);
   }
 }

@@ -17,7 +17,7 @@
 import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
-import { sleepUnlessAborted } from '../time/wait.js';
+import { sleep } from '../time/wait.js';
 
 /** How long checkpoints outlive their last write, in ms (7 days). */
 export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
@@ -179,7 +179,7 @@ export class RedisJobCoordination implements JobCoordination {
       const held = new JobLockHeldError(name, String(out[1]), Number(out[3]), Number(out[2]));
       const left = deadline - performance.now();
       if (left <= 0) throw held;
-      await sleepUnlessAborted(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
+      await sleep(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
     }
   }
 
