@@ -329,7 +329,7 @@ export class Executor {
       signal: holder.signal,
       log,
       replica: o.replica,
-      coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
+      coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica, log),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
     };
     const base = {

@@ -11,13 +11,15 @@
  *
  * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts: a lease that lapsed there is
  * never renewed, and a checkpoint write is accepted only from the current token while its lease is live. The
- * holder side renews every ttl/3 and fires its signal as soon as it can know the lease is gone (refused renewal,
- * or ttl passed on the monotonic clock since the last renewal was sent: e.g. after SIGSTOP/SIGCONT).
+ * holder side is the claims' own lease machine ({@link HeldLease}, redis/lease.ts): renewed every ttl/3, its signal
+ * fires as soon as it can know the lease is gone (refused renewal, or ttl passed on the monotonic clock since the
+ * last renewal was sent: e.g. after SIGSTOP/SIGCONT).
  */
 import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
 import { sleep } from '../time/wait.js';
+import { HeldLease, type LeaseLogger } from './lease.js';
 
 /** How long checkpoints outlive their last write, in ms (7 days). */
 export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
@@ -137,11 +139,13 @@ export class RedisJobCoordination implements JobCoordination {
    * @param redis a connection that fails fast while Redis is away (renewals retry on their own schedule)
    * @param keys the flock's keyspace (keys go under its hash tag)
    * @param defaultOwner owner recorded when a lock call names none (e.g. the replica name)
+   * @param log where a held lock's failed renewals are logged (none: not logged)
    */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly defaultOwner: string,
+    private readonly log?: LeaseLogger,
   ) {
     for (const [name, s] of Object.entries(SCRIPTS)) {
       if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
@@ -175,7 +179,7 @@ export class RedisJobCoordination implements JobCoordination {
         | string
       )[];
       const token = Number(out[0]);
-      if (token > 0) return new HeldLock(this, name, token, o.ttlMs, sent, o.signal);
+      if (token > 0) return new HeldLock(this, name, token, o.ttlMs, sent, o.signal, this.log);
       const held = new JobLockHeldError(name, String(out[1]), Number(out[3]), Number(out[2]));
       const left = deadline - performance.now();
       if (left <= 0) throw held;
@@ -209,10 +213,7 @@ export class RedisJobCoordination implements JobCoordination {
 }
 
 class HeldLock implements JobLock {
-  private readonly ac = new AbortController();
-  private renewTimer: NodeJS.Timeout | undefined;
-  private guardTimer: NodeJS.Timeout | undefined;
-  private validUntilMono: number;
+  private readonly lease: HeldLease<JobLockLostError>;
   private released = false;
   private readonly onOuterAbort: () => void;
 
@@ -220,29 +221,39 @@ class HeldLock implements JobLock {
     private readonly c: RedisJobCoordination,
     readonly name: string,
     readonly fencingToken: number,
-    private readonly ttlMs: number,
+    ttlMs: number,
     sentMono: number,
     private readonly outer: AbortSignal | undefined,
+    log: LeaseLogger | undefined,
   ) {
-    this.validUntilMono = sentMono + ttlMs;
+    this.lease = new HeldLease<JobLockLostError>({
+      ttlMs,
+      sentMono,
+      log,
+      renew: async () => (await c.renew(name, fencingToken, ttlMs)) !== 0,
+      lostError: (why) =>
+        new JobLockLostError(
+          why === 'lapsed'
+            ? `lock ${name} (fencing token ${fencingToken}) lapsed: not renewed within ${ttlMs} ms`
+            : `lock ${name} (fencing token ${fencingToken}) was taken over or lapsed`,
+        ),
+    });
     this.onOuterAbort = () => void this.release();
     outer?.addEventListener('abort', this.onOuterAbort, { once: true });
-    this.armGuard();
-    this.scheduleRenew(false);
   }
 
   get signal(): AbortSignal {
-    return this.ac.signal;
+    return this.lease.signal;
   }
 
   checkpoints(scope: string): JobCheckpoints {
     if (!/^\S{1,300}$/.test(scope)) throw new RangeError(`checkpoint scope ${JSON.stringify(scope)} must be 1–300 characters without spaces`);
     const write = async (op: 'set' | 'clear', fields?: Record<string, string>): Promise<void> => {
-      if (this.ac.signal.aborted) throw this.ac.signal.reason as Error;
+      if (this.signal.aborted) throw this.signal.reason as Error;
       const ok = await this.c.writeCheckpoint(this.name, scope, this.fencingToken, op, fields);
       if (!ok) {
         const err = new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) is no longer held: checkpoint refused`);
-        this.lose(err);
+        this.lease.abort(err);
         throw err;
       }
     };
@@ -256,60 +267,9 @@ class HeldLock implements JobLock {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.stopTimers();
+    this.lease.close();
     this.outer?.removeEventListener('abort', this.onOuterAbort);
-    if (!this.ac.signal.aborted) this.ac.abort(new JobLockLostError(`lock ${this.name} released`));
+    this.lease.abort(new JobLockLostError(`lock ${this.name} released`));
     await this.c.release(this.name, this.fencingToken).catch(() => false);
-  }
-
-  private lose(err: JobLockLostError): void {
-    if (this.ac.signal.aborted) return;
-    this.stopTimers();
-    this.ac.abort(err);
-  }
-
-  private stopTimers(): void {
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-  }
-
-  private armGuard(): void {
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-    this.guardTimer = setTimeout(() => this.checkGuard(), Math.max(0, this.validUntilMono - performance.now()));
-    this.guardTimer.unref();
-  }
-
-  private checkGuard(): void {
-    if (this.released || this.ac.signal.aborted) return;
-    if (performance.now() >= this.validUntilMono) {
-      this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) lapsed: not renewed within ${this.ttlMs} ms`));
-    } else this.armGuard();
-  }
-
-  private scheduleRenew(afterFailure: boolean): void {
-    const period = Math.max(50, Math.floor(this.ttlMs / 3));
-    this.renewTimer = setTimeout(() => void this.renew(), afterFailure ? Math.min(250, period) : period);
-    this.renewTimer.unref();
-  }
-
-  private async renew(): Promise<void> {
-    if (this.released || this.ac.signal.aborted) return;
-    // A timer that fires late (SIGSTOP, a blocked event loop) must not renew a lease that may have lapsed.
-    this.checkGuard();
-    if (this.ac.signal.aborted) return;
-    const sent = performance.now();
-    try {
-      const untilMs = await this.c.renew(this.name, this.fencingToken, this.ttlMs);
-      if (this.released || this.ac.signal.aborted) return;
-      if (untilMs === 0) {
-        this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) was taken over or lapsed`));
-        return;
-      }
-      this.validUntilMono = sent + this.ttlMs;
-      this.armGuard();
-      this.scheduleRenew(false);
-    } catch {
-      if (!this.released && !this.ac.signal.aborted) this.scheduleRenew(true);
-    }
   }
 }
