@@ -1,6 +1,6 @@
 /**
  * What becomes of an occurrence when it is planned — run it, or record it missed/skipped with a reason — is
- * decided by the plan script on the Redis clock (runner/redis/scripts/plan.ts states the rules: suspended,
+ * decided by the plan script on the Redis clock (runner/redis/lua/plan.lua states the rules: suspended,
  * starting deadline, catch-up). Deciding it here, on this host's estimate of Redis time, would let a stale
  * estimate (a host clock step) record final states that Redis time does not support.
  *
@@ -12,7 +12,7 @@ import type { PlanPolicy } from '../redis/store.js';
 
 /**
  * Start of the reason the plan script records on a catch-up run (an overdue occurrence the catch-up policy
- * keeps; keep in step with scripts/plan.ts). Such runs are late by definition and go to the backlog lane, not ahead of occurrences that are on time (enqueue.ts).
+ * keeps; keep in step with runner/redis/lua/plan.lua). Such runs are late by definition and go to the backlog lane, not ahead of occurrences that are on time (enqueue.ts).
  */
 export const CATCH_UP_RUN_REASON = 'catch-up: run late';
 

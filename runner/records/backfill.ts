@@ -1,5 +1,5 @@
 /**
- * Reading the backfill backlog (runner/redis/scripts/backfill.ts): how many backfill occurrences of each
+ * Reading the backfill backlog (runner/redis/lua/backfill-*.lua): how many backfill occurrences of each
  * schedule wait for admission, and how many are admitted and not yet final. For metrics, `/readyz`, and what
  * `suspend` and `resume` report.
  */

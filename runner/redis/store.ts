@@ -3,28 +3,7 @@
  */
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
-import { backfillAdmitScript, backfillCancelScript, backfillEnqueueScript } from './scripts/backfill.js';
-import { claimScript, enqueueManualScript } from './scripts/claim.js';
-import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
-import { heartbeatScript } from './scripts/membership.js';
-import { planScript } from './scripts/plan.js';
-import { dueDelayedScript } from './scripts/queue.js';
-
-const SCRIPTS = [
-  planScript,
-  heartbeatScript,
-  claimScript,
-  renewScript,
-  finishScript,
-  releaseScript,
-  sweepScript,
-  abandonScript,
-  enqueueManualScript,
-  backfillEnqueueScript,
-  backfillAdmitScript,
-  backfillCancelScript,
-  dueDelayedScript,
-];
+import { Scripts } from './script-loader.js';
 
 /** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
 export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
@@ -106,8 +85,6 @@ export interface ClaimRequest {
 /** Result of {@link Store.finish}. */
 export type FinishResult = { status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' };
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
-
 /** Backfill occurrences per enqueue or cancel script call: bounds how long one call blocks Redis. */
 const BACKFILL_CHUNK = 500;
 /** Schedules with backfill that one admission call looks at. */
@@ -115,18 +92,13 @@ const BACKFILL_ADMIT_SCAN = 1000;
 
 /** The scripts, bound to one connection and one keyspace. */
 export class Store {
-  private readonly fns: Record<string, ScriptFn>;
+  private readonly scripts: Scripts;
 
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keyspace,
   ) {
-    for (const s of SCRIPTS) {
-      if (!(s.name in redis)) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    }
-    this.fns = Object.fromEntries(
-      SCRIPTS.map((s) => [s.name, (redis as unknown as Record<string, ScriptFn>)[s.name]!.bind(redis)]),
-    );
+    this.scripts = Scripts.on(redis);
   }
 
   /**
@@ -152,7 +124,7 @@ export class Store {
         args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1);
       }
     }
-    const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
+    const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], args)) as string[];
     const bar = out.indexOf('|');
     const finals: PlannedFinal[] = [];
     for (let i = bar + 1; i + 2 < out.length; i += 3) finals.push({ key: out[i]!, state: out[i + 1] as PlannedFinal['state'], reason: out[i + 2]! });
@@ -164,15 +136,10 @@ export class Store {
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const k = this.keys;
-    const out = (await this.fns[claimScript.name]!(
-      k.occurrence(r.key),
-      k.pending,
-      k.runs(r.schedule),
-      k.schedules,
-      k.active(r.schedule),
-      k.suspended,
-      k.backfillQueue(r.schedule),
-      r.replica,
+    const out = (await this.scripts.run(
+      'claim',
+      [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
+      [r.replica,
       r.lockMs,
       r.horizonMs,
       r.retentionMs,
@@ -185,7 +152,7 @@ export class Store {
       r.maxStalls,
       r.origin,
       r.concurrencyPolicy,
-      r.maxConcurrent ?? -1,
+      r.maxConcurrent ?? -1],
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
@@ -226,7 +193,7 @@ export class Store {
    * key of the newer occurrence that asked this one to stop ('' when none did).
    */
   async renew(key: string, token: number, lockMs: number, retentionMs: number): Promise<{ untilMs: number; cancelBy: string }> {
-    const [untilMs, cancelBy] = (await this.fns[renewScript.name]!(this.keys.occurrence(key), token, lockMs, retentionMs, key)) as [
+    const [untilMs, cancelBy] = (await this.scripts.run('renew', [this.keys.occurrence(key)], [token, lockMs, retentionMs, key])) as [
       number,
       string,
     ];
@@ -255,10 +222,7 @@ export class Store {
       retryBackoffMaxMs?: number;
     },
   ): Promise<FinishResult> {
-    const [code, retryAt] = (await this.fns[finishScript.name]!(
-      this.keys.occurrence(key),
-      this.keys.pending,
-      this.keys.lastSuccess,
+    const [code, retryAt] = (await this.scripts.run('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], [
       token,
       r.state,
       r.reason ?? '',
@@ -271,7 +235,7 @@ export class Store {
       r.retryBackoffMaxMs ?? 300_000,
       Math.random(),
       r.lockMs ?? 4_000,
-    )) as [number, number];
+    ])) as [number, number];
     if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
     return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
@@ -281,7 +245,7 @@ export class Store {
    * active set for `lockMs` meanwhile. @returns false when it was no longer ours.
    */
   async release(key: string, token: number, why: string, lockMs: number): Promise<boolean> {
-    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key, lockMs)) === 1;
+    return Number(await this.scripts.run('release', [this.keys.occurrence(key)], [token, why, key, lockMs])) === 1;
   }
 
   /**
@@ -297,17 +261,10 @@ export class Store {
     retentionMs: number;
   }): Promise<{ created: boolean; fireMs: number }> {
     const k = this.keys;
-    const [created, fireMs] = (await this.fns[enqueueManualScript.name]!(
-      k.occurrence(o.key),
-      k.pending,
-      k.runs(o.schedule),
-      k.schedules,
-      o.schedule,
-      o.key,
-      o.dueMs,
-      o.origin,
-      o.by,
-      o.retentionMs,
+    const [created, fireMs] = (await this.scripts.run(
+      'enqueue-manual',
+      [k.occurrence(o.key), k.pending, k.runs(o.schedule), k.schedules],
+      [o.schedule, o.key, o.dueMs, o.origin, o.by, o.retentionMs],
     )) as [number, number];
     return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
@@ -327,7 +284,7 @@ export class Store {
     o: { minAgeMs?: number } = {},
   ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
-    const [code, recorded] = (await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1)) as [
+    const [code, recorded] = (await this.scripts.run('abandon', [k.occurrence(key), k.pending], [state, reason, retentionMs, key, o.minAgeMs ?? -1])) as [
       number,
       string,
     ];
@@ -348,15 +305,10 @@ export class Store {
     retentionMs: number;
   }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin; reason?: string }[]> {
     const k = this.keys;
-    const out = (await this.fns[sweepScript.name]!(
-      k.pending,
-      o.sweepAfterMs,
-      o.limit,
-      k.occurrencePrefix,
-      o.jobKeyPrefixes[0],
-      o.horizonMs,
-      o.retentionMs,
-      o.jobKeyPrefixes[1] ?? '',
+    const out = (await this.scripts.run(
+      'sweep',
+      [k.pending],
+      [o.sweepAfterMs, o.limit, k.occurrencePrefix, o.jobKeyPrefixes[0], o.horizonMs, o.retentionMs, o.jobKeyPrefixes[1] ?? ''],
     )) as string[];
     const res = [];
     for (let i = 0; i + 5 < out.length; i += 6) {
@@ -374,7 +326,7 @@ export class Store {
   }
 
   /**
-   * Records backfill occurrences as waiting for admission (see scripts/backfill.ts), skipping every one that
+   * Records backfill occurrences as waiting for admission (see lua/backfill-enqueue.lua), skipping every one that
    * already has a record. Chunked: one script call per {@link BACKFILL_CHUNK} occurrences.
    * @param o.policy the schedule's concurrency policy: Allow lets several be admitted at once.
    * @returns the keys created, in the order given.
@@ -391,12 +343,10 @@ export class Store {
     for (let i = 0; i < o.items.length; i += BACKFILL_CHUNK) {
       const args: (string | number)[] = [k.occurrencePrefix, o.schedule, o.by, o.policy, o.retentionMs];
       for (const it of o.items.slice(i, i + BACKFILL_CHUNK)) args.push(it.key, it.dueMs);
-      const out = (await this.fns[backfillEnqueueScript.name]!(
-        k.backfillSchedules,
-        k.backfillQueue(o.schedule),
-        k.runs(o.schedule),
-        k.schedules,
-        ...args,
+      const out = (await this.scripts.run(
+        'backfill-enqueue',
+        [k.backfillSchedules, k.backfillQueue(o.schedule), k.runs(o.schedule), k.schedules],
+        args,
       )) as string[];
       created.push(...out);
     }
@@ -405,21 +355,15 @@ export class Store {
 
   /**
    * Admits waiting backfill occurrences while fewer than `cap` are admitted across the flock (see
-   * scripts/backfill.ts for the order). @returns the occurrences admitted, to enqueue on the backlog lane
+   * lua/backfill-admit.lua for the order). @returns the occurrences admitted, to enqueue on the backlog lane
    * (their fire time is the admission time, Redis ms).
    */
   async admitBackfill(o: { cap: number; retentionMs: number }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number }[]> {
     const k = this.keys;
-    const out = (await this.fns[backfillAdmitScript.name]!(
-      k.backfillSchedules,
-      k.backfillAdmitted,
-      k.pending,
-      k.suspended,
-      k.occurrencePrefix,
-      k.backfillQueuePrefix,
-      o.cap,
-      o.retentionMs,
-      BACKFILL_ADMIT_SCAN,
+    const out = (await this.scripts.run(
+      'backfill-admit',
+      [k.backfillSchedules, k.backfillAdmitted, k.pending, k.suspended],
+      [k.occurrencePrefix, k.backfillQueuePrefix, o.cap, o.retentionMs, BACKFILL_ADMIT_SCAN],
     )) as string[];
     const res = [];
     for (let i = 0; i + 3 < out.length; i += 4) {
@@ -436,15 +380,10 @@ export class Store {
     const k = this.keys;
     let cancelled = 0;
     for (;;) {
-      const [n, left, started] = (await this.fns[backfillCancelScript.name]!(
-        k.backfillQueue(schedule),
-        k.backfillAdmitted,
-        k.pending,
-        k.occurrencePrefix,
-        schedule,
-        retentionMs,
-        reason,
-        BACKFILL_CHUNK,
+      const [n, left, started] = (await this.scripts.run(
+        'backfill-cancel',
+        [k.backfillQueue(schedule), k.backfillAdmitted, k.pending],
+        [k.occurrencePrefix, schedule, retentionMs, reason, BACKFILL_CHUNK],
       )) as [number, number, number];
       cancelled += Number(n);
       if (Number(left) === 0) return { cancelled, started: Number(started) };
@@ -456,7 +395,7 @@ export class Store {
    * @param limit most ids returned.
    */
   async dueDelayed(delayedKey: string, limit: number): Promise<string[]> {
-    return (await this.fns[dueDelayedScript.name]!(delayedKey, limit)) as string[];
+    return (await this.scripts.run('due-delayed', [delayedKey], [limit])) as string[];
   }
 
   /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */
@@ -470,7 +409,7 @@ export class Store {
    */
   async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
     const k = this.keys;
-    const out = (await this.fns[heartbeatScript.name]!(k.replicas, k.replicaDigests, replica, digest, ttlMs)) as string[];
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests], [replica, digest, ttlMs])) as string[];
     const res = [];
     for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
     return res;

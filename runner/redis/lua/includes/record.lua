@@ -1,30 +1,23 @@
-/**
- * Lua shared by cronflock's scripts. Every script takes its decisions on the Redis server's clock (`TIME`), so
- * replicas on skewed hosts agree (promise 5), and runs atomically, so a claim, a renewal or a completion is
- * never interleaved with another replica's.
- *
- * Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper walks it
- * so that no open occurrence can be left without a queue job (promise 2: nothing silent).
- *
- * Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, origin
- * (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
- * skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
- * completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
- * firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
- * concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
- *
- * From its first claim until it is final, an occurrence is also in its schedule's `active` ZSET, which is how
- * the concurrency policy sees runs on every replica: score = lease end while an attempt runs, and while it waits
- * to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
- * whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
- * Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
- */
+--[[
+  Run records: the helpers the occurrence scripts share.
 
-/** `now` in ms from the server clock, and the helpers the scripts share. */
-export const LUA_PRELUDE = `
-local rcall = redis.call
-local t = rcall('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  Run-record fields (HASH `{ns}:occ:<occurrence key>`): schedule, key, dueMs, fireMs, manual, origin
+  (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
+  skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
+  completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
+  firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
+  concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
+
+  Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper
+  walks it so that no open occurrence can be left without a queue job (promise 2: nothing silent).
+
+  From its first claim until it is final, an occurrence is also in its schedule's `active` ZSET, which is how
+  the concurrency policy sees runs on every replica: score = lease end while an attempt runs, and while it waits
+  to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
+  whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
+  Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
+]]
+-- @include "now.lua"
 
 local function isFinal(state)
   return state == 'succeeded' or state == 'failed' or state == 'missed' or state == 'skipped'
@@ -78,4 +71,3 @@ local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
   local queueKey = rcall('HGET', occKey, 'queueKey')
   if queueKey then rcall('ZREM', queueKey, key) end
 end
-`;

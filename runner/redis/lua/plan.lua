@@ -1,0 +1,105 @@
+--[[
+  plan: record the occurrences a replica computed from the schedules, idempotently, and decide on the Redis
+  clock which of them run.
+
+  Any replica may plan any occurrence at any time; the first record wins and later calls change nothing, so
+  planning needs no leader and a crash between planning and enqueueing loses nothing (the sweeper re-enqueues
+  from `pending`). An occurrence whose due time is older than the horizon is never (re)created: that is what
+  keeps a replica that lagged far behind (paused, partitioned) from reviving occurrences whose records have
+  already expired, since the horizon is shorter than the record retention.
+
+  What becomes of a new occurrence is decided here, on `TIME`, never on the offering replica's estimate of it
+  (a host clock stepped by an hour must not make an hour of occurrences "overdue"). Rules (Kubernetes CronJob
+  semantics, made explicit and recorded instead of dropped), per schedule:
+  - suspended in the schedule file: recorded `skipped: suspended`;
+  - its starting deadline passed (`fire + startingDeadline < now`): `missed: starting deadline exceeded`;
+  - overdue, i.e. more than the catch-up grace after its fire time (the whole flock, or Redis, was away): the
+    catch-up policy keeps the newest `keep` overdue occurrences of the offer (`none`: 0, `latest`: 1, `all`:
+    maxCatchUpRuns), which run late with the reason `catch-up: run late (catchUp …)`; the others are `missed`
+    with the policy's reason. Fire times grow with due times (a jitter window is shorter than the gap to the
+    next due time), so an overdue occurrence is dropped exactly when the occurrence `keep` places later in the
+    offer is overdue too: the caller passes that one's fire time (`keepFireMs`), which makes every row
+    decidable on its own, whichever chunk of a long offer it travels in;
+  - otherwise: recorded `scheduled`, to run.
+
+  Last, the call writes the caller's plan mark (`marks[replica] = mark`). Redis loses writes only as a suffix (a
+  crash with `appendfsync everysec`, a failover to a replica that lagged), so a surviving mark proves that every
+  earlier plan call of that replica survived too: the planner re-offers only the calls after it.
+
+  KEYS[1] pending (ZSET)
+  KEYS[2] watermarks (HASH)
+  KEYS[3] schedules (SET)
+  KEYS[4] plan marks (HASH)
+  ARGV[1] run-record key prefix
+  ARGV[2] run-index key prefix
+  ARGV[3] horizonMs
+  ARGV[4] retentionMs
+  ARGV[5] replica
+  ARGV[6] plan mark ('' for none)
+  ARGV[7] catchUpGraceMs
+  ARGV[8..] per schedule a group: schedule, row count n, suspend (0 | 1), startingDeadlineMs (-1: none), catchUp
+    (none | latest | all), maxCatchUpRuns, then n rows of 4 values: dueMs, fireMs, occurrence key, keepFireMs
+    (-1: no occurrence `keep` places later in the offer)
+  Returns: for each occurrence created scheduled (to enqueue): key, reason ('' on time, the catch-up reason for
+    a catch-up run: it goes to the backlog lane), then '|', then for each key created in a final state: key,
+    state (missed | skipped), reason.
+]]
+-- @include "includes/record.lua"
+
+local occPrefix, runsPrefix = ARGV[1], ARGV[2]
+local horizonMs, retentionMs, replica = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local graceMs = tonumber(ARGV[7])
+local toEnqueue = {}
+local finals = {}
+local latest = {}
+local i = 8
+while i <= #ARGV do
+  local schedule, n, suspend, deadlineMs = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2] == '1', tonumber(ARGV[i + 3])
+  local catchUp, maxCatchUpRuns = ARGV[i + 4], ARGV[i + 5]
+  local dropWhy = 'catch-up: superseded by a later overdue occurrence'
+  if catchUp == 'none' then dropWhy = 'catch-up: none (overdue when planned)'
+  elseif catchUp == 'all' then dropWhy = 'catch-up: more than maxCatchUpRuns (' .. maxCatchUpRuns .. ') overdue' end
+  i = i + 6
+  for r = 1, n do
+    local dueArg, fireArg, key, keepFireMs = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local dueMs, fireMs = tonumber(dueArg), tonumber(fireArg)
+    i = i + 4
+    local occKey = occPrefix .. key
+    if now - dueMs <= horizonMs and rcall('EXISTS', occKey) == 0 then
+      local state, reason = 'scheduled', ''
+      if suspend then
+        state, reason = 'skipped', 'suspended'
+      elseif deadlineMs >= 0 and fireMs + deadlineMs < now then
+        state, reason = 'missed', 'starting deadline exceeded'
+      elseif fireMs + graceMs < now then
+        if keepFireMs >= 0 and keepFireMs + graceMs < now then
+          state, reason = 'missed', dropWhy
+        else
+          reason = 'catch-up: run late (catchUp ' .. catchUp .. ')'
+        end
+      end
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueArg, fireArg, 'schedule', state, reason, replica, retentionMs)
+      if state == 'scheduled' then
+        rcall('ZADD', KEYS[1], fireArg, key)
+        toEnqueue[#toEnqueue + 1] = key; toEnqueue[#toEnqueue + 1] = reason
+      else
+        finals[#finals + 1] = key; finals[#finals + 1] = state; finals[#finals + 1] = reason
+      end
+    end
+    if not latest[schedule] or latest[schedule] < dueMs then latest[schedule] = dueMs end
+  end
+end
+for schedule, dueMs in pairs(latest) do
+  local wm = tonumber(rcall('HGET', KEYS[2], schedule) or '0')
+  if wm < dueMs then
+    rcall('HSET', KEYS[2], schedule, dueMs)
+    -- Forget index entries whose records have expired: once a minute of due times per schedule is enough.
+    if math.floor(wm / 60000) ~= math.floor(dueMs / 60000) then
+      rcall('ZREMRANGEBYSCORE', runsPrefix .. schedule, '-inf', now - retentionMs - horizonMs)
+    end
+  end
+end
+if ARGV[6] ~= '' then rcall('HSET', KEYS[4], replica, ARGV[6]) end
+toEnqueue[#toEnqueue + 1] = '|'
+for _, v in ipairs(finals) do toEnqueue[#toEnqueue + 1] = v end
+return toEnqueue

@@ -1,0 +1,187 @@
+/**
+ * The Lua scripts' contracts, listed and called: for every script in runner/redis/lua/, the keys it is called
+ * with (built by Keyspace), its arguments, and the shape of what it returns, on a real redis-server; its header
+ * (KEYS, ARGV, Returns) against its body. And the loader itself: headers, includes, one definition per
+ * connection. The behaviour behind each script is tested in store.test.ts, job-locks.test.ts and the
+ * integration tests; this file is the contract's list.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Keyspace } from './keys.js';
+import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
+import { RedisServerProcess } from './server-process.js';
+
+let server: RedisServerProcess;
+let redis: Redis;
+const k = new Keyspace('c');
+
+beforeAll(async () => {
+  server = await RedisServerProcess.start();
+  redis = new Redis(server.url);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.cleanup();
+});
+beforeEach(async () => {
+  await redis.flushall();
+});
+
+async function redisNow(): Promise<number> {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+type Arg = string | number | Buffer;
+/** What one call of a script is: its KEYS and ARGV, what to set up first, and what it returns. */
+interface Contract {
+  keys: string[];
+  argv: Arg[];
+  before?: () => Promise<unknown>;
+  returns: unknown;
+}
+
+const run = (name: ScriptName, keys: string[], argv: Arg[]): Promise<unknown> => Scripts.on(redis).run(name, keys, argv);
+const anyNumber = expect.any(Number);
+
+/** Every script's contract, with one call that succeeds. `now` is the Redis clock at the start of the call. */
+function contracts(now: number): Record<ScriptName, Contract> {
+  const key = `s@${new Date(now).toISOString()}`;
+  const claimKeys = [k.occurrence(key), k.pending, k.runs('s'), k.schedules, k.active('s'), k.suspended, k.backfillQueue('s')];
+  const claimArgv = ['a', 5000, 60_000, 120_000, 's', now, now, key, -1, 0, 2, 'schedule', 'Allow', -1];
+  const claimed = (): Promise<unknown> => run('claim', claimKeys, claimArgv);
+  const backfilled = (): Promise<unknown> =>
+    run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], [k.occurrencePrefix, 's', 'cli', 'Forbid', 120_000, key, now]);
+  return {
+    plan: {
+      keys: [k.pending, k.watermarks, k.schedules, k.planMarks],
+      argv: [k.occurrencePrefix, k.runsPrefix, 60_000, 120_000, 'a', 'i:1', 1000, 's', 1, 0, -1, 'latest', 10, now + 1000, now + 1000, key, -1],
+      returns: [key, '', '|'],
+    },
+    heartbeat: { keys: [k.replicas, k.replicaDigests], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
+    claim: { keys: claimKeys, argv: claimArgv, returns: ['claimed', 1, 1, anyNumber, anyNumber] },
+    'enqueue-manual': {
+      keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
+      argv: ['s', key, now, 'manual', 'cli', 120_000],
+      returns: [1, anyNumber],
+    },
+    renew: { before: claimed, keys: [k.occurrence(key)], argv: [1, 5000, 120_000, key], returns: [anyNumber, ''] },
+    finish: {
+      before: claimed,
+      keys: [k.occurrence(key), k.pending, k.lastSuccess],
+      argv: [1, 'succeeded', '', '', '{"ok":true}', 120_000, key, 0, 1000, 300_000, 0.5, 5000],
+      returns: [1, 0],
+    },
+    release: { before: claimed, keys: [k.occurrence(key)], argv: [1, 'handed over', key, 5000], returns: 1 },
+    sweep: {
+      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], ['s', key, now, 'manual', 'cli', 120_000]),
+      keys: [k.pending],
+      argv: [0, 10, k.occurrencePrefix, 'none:', 60_000, 120_000, ''],
+      returns: [key, 's', String(now), expect.any(String), 'manual', ''],
+    },
+    abandon: {
+      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], ['s', key, now, 'manual', 'cli', 120_000]),
+      keys: [k.occurrence(key), k.pending],
+      argv: ['skipped', 'schedule removed', 120_000, key, -1],
+      returns: [1, 'skipped'],
+    },
+    'due-delayed': { before: () => redis.zadd('{c}:q:delayed', now * 0x1000, 'job-1'), keys: ['{c}:q:delayed'], argv: [10], returns: ['job-1'] },
+    'backfill-enqueue': { keys: [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], argv: [k.occurrencePrefix, 's', 'cli', 'Forbid', 120_000, key, now], returns: [key] },
+    'backfill-admit': {
+      before: backfilled,
+      keys: [k.backfillSchedules, k.backfillAdmitted, k.pending, k.suspended],
+      argv: [k.occurrencePrefix, k.backfillQueuePrefix, 2, 120_000, 100],
+      returns: [key, 's', String(now), anyNumber],
+    },
+    'backfill-cancel': {
+      before: backfilled,
+      keys: [k.backfillQueue('s'), k.backfillAdmitted, k.pending],
+      argv: [k.occurrencePrefix, 's', 120_000, 'cancelled', 100],
+      returns: [1, 0, 0],
+    },
+  };
+}
+
+/** The script's own text after its header (its includes are checked where they are used). */
+function body(name: ScriptName): string {
+  const text = readFileSync(path.join(LUA_DIR, `${name}.lua`), 'utf8');
+  return text.slice(text.indexOf(']]') + 2);
+}
+
+describe('the Lua scripts (runner/redis/lua/)', () => {
+  it('are exactly the files of the folder', () => {
+    const files = readdirSync(LUA_DIR)
+      .filter((f) => f.endsWith('.lua'))
+      .map((f) => f.slice(0, -4));
+    expect([...SCRIPT_NAMES].sort()).toEqual(files.sort());
+  });
+
+  describe.each(SCRIPT_NAMES.map((name) => [name]))('%s', (name) => {
+    it('has a header (what it does, KEYS, ARGV, Returns) that its body keeps to', () => {
+      const { header, numberOfKeys } = loadScript(name);
+      expect(header.summary.length).toBeGreaterThan(name.length + 20);
+      expect(header.returns).toMatch(/^Returns/);
+      const used = (re: RegExp): number[] => [...new Set([...body(name).matchAll(re)].map((m) => Number(m[1])))].sort((a, b) => a - b);
+      // Every declared key is used, and no other.
+      expect(used(/KEYS\[(\d+)\]/g)).toEqual(Array.from({ length: numberOfKeys }, (_, i) => i + 1));
+      // Every fixed argument is used by its number, and none beyond the header's.
+      const fixed = header.argv.length - (header.argvTail ? 1 : 0);
+      const argv = used(/ARGV\[(\d+)\]/g);
+      for (let i = 1; i <= fixed; i++) expect(argv, `ARGV[${i}] (${header.argv[i - 1]}) is declared but not used`).toContain(i);
+      for (const i of argv) expect(i, `ARGV[${i}] is used but not declared`).toBeLessThanOrEqual(header.argv.length);
+    });
+
+    it('is called with the keys and arguments of its contract and returns its shape', async () => {
+      const c = contracts(await redisNow())[name];
+      expect(c.keys).toHaveLength(loadScript(name).numberOfKeys);
+      await c.before?.();
+      expect(await run(name, c.keys, c.argv)).toEqual(c.returns);
+    });
+  });
+});
+
+describe('the script loader', () => {
+  it('defines each script once per connection and refuses a call with the wrong number of keys', async () => {
+    const scripts = Scripts.on(redis);
+    expect(Scripts.on(redis)).toBe(scripts);
+    await scripts.run('heartbeat', [k.replicas, k.replicaDigests], ['a', 'd', 1000]);
+    expect(typeof (redis as unknown as Record<string, unknown>).cronflockHeartbeat).toBe('function');
+    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 2 keys, got 1');
+  });
+
+  it('resolves includes relative to the including file, each file once', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cronflock-lua-'));
+    try {
+      writeFileSync(path.join(dir, 'a.lua'), '-- a\n-- @include "inc/b.lua"\n-- @include "inc/c.lua"\nreturn x\n');
+      writeFileSync(path.join(dir, 'b.lua'), 'not this one: includes are relative to the including file');
+      const inc = path.join(dir, 'inc');
+      mkdirSync(inc);
+      writeFileSync(path.join(inc, 'b.lua'), '-- @include "c.lua"\nlocal b = 1');
+      writeFileSync(path.join(inc, 'c.lua'), 'local c = 2');
+      expect(composeScript(path.join(dir, 'a.lua'))).toBe('-- a\nlocal c = 2\nlocal b = 1\n-- (inc/c.lua included above)\nreturn x\n');
+      writeFileSync(path.join(dir, 'bad.lua'), '-- @include "inc/missing.lua"\n');
+      expect(() => composeScript(path.join(dir, 'bad.lua'))).toThrow('bad.lua: cannot read inc/missing.lua: ENOENT');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a header that does not say what the script is, does, takes and returns', () => {
+    const h = (lines: string): string => `--[[\n${lines}\n]]\nreturn 1\n`;
+    expect(() => parseHeader('x', 'return 1')).toThrow('x.lua: must start with a --[[ … ]] header');
+    expect(() => parseHeader('x', h('  y: does things\n\n  Returns: 1'))).toThrow('must start with "x: "');
+    expect(() => parseHeader('x', h('  x: does things\n\n  KEYS[2] b\n  Returns: 1'))).toThrow('KEYS[2] out of order: expected KEYS[1]');
+    expect(() => parseHeader('x', h('  x: does things\n\n  ARGV[1..] rest\n  ARGV[2] more\n  Returns: 1'))).toThrow('must be the last ARGV entry');
+    expect(() => parseHeader('x', h('  x: does things\n\n  KEYS[1] a'))).toThrow('no Returns section');
+    expect(parseHeader('x', h('  x: does things\n\n  KEYS[1] a\n    (continued)\n  ARGV[1] b\n  ARGV[2..] c, d\n  Returns: 1\n    or 0'))).toEqual({
+      summary: 'x: does things',
+      keys: ['a (continued)'],
+      argv: ['b', 'c, d'],
+      argvTail: true,
+      returns: 'Returns: 1\n  or 0',
+    });
+  });
+});
