@@ -17,6 +17,7 @@
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { Scripts } from '../redis/script-loader.js';
 import type { EngineSchedule } from './schedule.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
@@ -34,62 +35,13 @@ export interface PublishedDefinition {
 }
 
 /**
- * KEYS[1] definitions (HASH), KEYS[2] version (counter); ARGV[1] replica, then pairs of name and JSON (without
- * loadedAtMs: the script stamps it with the Redis time), then '|' and the names this replica no longer runs.
- * Returns: 1 when something changed (and the version was bumped), else 0.
- */
-const PUBLISH_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local changed = false
-local i = 2
-while ARGV[i] ~= '|' do
-  local name, mine = ARGV[i], cjson.decode(ARGV[i + 1])
-  local raw = redis.call('HGET', KEYS[1], name)
-  local cur = raw and cjson.decode(raw)
-  if cur and cur.definitionHash == mine.definitionHash then
-    -- Same content: nothing to decide; name the latest publisher, which is the one most likely to be alive
-    -- (a publication counts while its publisher is a live member).
-    if cur.replica ~= ARGV[1] then
-      cur.replica = ARGV[1]
-      redis.call('HSET', KEYS[1], name, cjson.encode(cur))
-      changed = true
-    end
-  else
-    mine.loadedAtMs = now
-    redis.call('HSET', KEYS[1], name, cjson.encode(mine))
-    changed = true
-  end
-  i = i + 2
-end
-for j = i + 1, #ARGV do
-  local raw = redis.call('HGET', KEYS[1], ARGV[j])
-  if raw and cjson.decode(raw).replica == ARGV[1] then
-    redis.call('HDEL', KEYS[1], ARGV[j])
-    changed = true
-  end
-end
-if changed then redis.call('INCR', KEYS[2]) return 1 end
-return 0
-`;
-
-/**
  * Whether `replica` is a live member of the planning membership now, on the Redis clock. One script keyed on
  * the membership set, so that in a Redis Cluster the TIME comes from the node that owns the flock's keys.
  */
 export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: string): Promise<boolean> {
-  const live = await redis.eval(IS_LIVE_LUA, 1, keys.replicas, replica);
+  const live = await Scripts.on(redis).run('is-live-member', [keys.replicas], [replica]);
   return Number(live) === 1;
 }
-
-const IS_LIVE_LUA = `
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not expiry then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(expiry) > now then return 1 end
-return 0
-`;
 
 /** Schedules per publish script call. */
 const PUBLISH_CHUNK = 1000;
@@ -126,7 +78,7 @@ export class Definitions {
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: string[] = [this.replica];
     const flush = async (removedNames: readonly string[]): Promise<void> => {
-      await this.redis.eval(PUBLISH_LUA, 2, this.keys.definitions, this.versionKey, ...args, '|', ...removedNames);
+      await Scripts.on(this.redis).run('publish-definitions', [this.keys.definitions, this.versionKey], [...args, '|', ...removedNames]);
       args = [this.replica];
     };
     for (const s of schedules) {

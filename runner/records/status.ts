@@ -11,6 +11,7 @@ import type { Lanes } from '../engine/enqueue.js';
 import type { PublishedDefinition } from '../engine/definitions.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { Scripts } from '../redis/script-loader.js';
 import { compileCron } from '../schedule/cron.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { toRunRecord, type RunRecord } from './runs.js';
@@ -77,8 +78,6 @@ const OVERDUE_SAMPLE = 1_000;
 /** Records per schedule looked at for its last result (newer ones may still be planned or running). */
 const LAST_LOOKBACK = 10;
 
-const TIME_LUA = "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
-
 /** The schedule name of an occurrence key `<schedule>@<due>[~origin]` (names never contain '@'). */
 const scheduleOf = (key: string): string => key.slice(0, key.lastIndexOf('@'));
 
@@ -95,7 +94,8 @@ export async function readFlockStatus(
   lanes: Lanes,
   o: { names?: readonly string[]; limit: number; overdueAfterMs: number },
 ): Promise<FlockStatus> {
-  const nowMs = Number(await redis.eval(TIME_LUA, 1, keys.ns)); // the node that owns the flock's slot
+  const [sec, usec] = (await Scripts.on(redis).run('time', [keys.ns])) as [string | number, string | number]; // the node that owns the flock's slot
+  const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   const overdueBefore = nowMs - o.overdueAfterMs;
   const totals = await redis
     .pipeline()

@@ -16,8 +16,7 @@
  * its monotonic clock stood still) replaces the older samples instead of averaging with them.
  */
 import type { RedisClient } from './connect.js';
-
-const TIME_LUA = "return redis.call('TIME')";
+import { Scripts } from './script-loader.js';
 
 /**
  * A host wall clock further than this from the Redis clock (either way) is out of bounds: the replica reports
@@ -75,7 +74,7 @@ export class RedisClock {
   async sync(): Promise<ClockSample> {
     const p0 = performance.now();
     // A script keyed by slotKey runs where the scripts do; a bare TIME would go to any node of a Cluster.
-    const [sec, usec] = (await this.redis.eval(TIME_LUA, 1, this.slotKey)) as [string | number, string | number];
+    const [sec, usec] = (await Scripts.on(this.redis).run('time', [this.slotKey])) as [string | number, string | number];
     const p1 = performance.now();
     const wall = Date.now();
     const rttMs = p1 - p0;

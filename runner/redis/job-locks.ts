@@ -9,7 +9,8 @@
  *   never handed out twice for one name.
  * - `{ns}:jobckpt:<name>:<scope>` HASH: checkpoints; expire {@link CHECKPOINT_RETENTION_MS} after the last write.
  *
- * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts: a lease that lapsed there is
+ * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts (lua/job-lock-*.lua,
+ * lua/job-checkpoint.lua): a lease that lapsed there is
  * never renewed, and a checkpoint write is accepted only from the current token while its lease is live. The
  * holder side is the claims' own lease machine ({@link HeldLease}, redis/lease.ts): renewed every ttl/3, its signal
  * fires as soon as it can know the lease is gone (refused renewal, or ttl passed on the monotonic clock since the
@@ -18,80 +19,12 @@
 import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
+import { Scripts } from './script-loader.js';
 import { sleep } from '../time/wait.js';
 import { HeldLease, type LeaseLogger } from './lease.js';
 
 /** How long checkpoints outlive their last write, in ms (7 days). */
 export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
-
-const PRELUDE = `
-local rcall = redis.call
-local t = rcall('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function live(lockKey, token)
-  local rec = rcall('HMGET', lockKey, 'token', 'until')
-  return rec[1] == token and tonumber(rec[2] or '0') >= now
-end
-`;
-
-/**
- * acquire: KEYS[1] lock (HASH), KEYS[2] fence counter; ARGV[1] owner, ARGV[2] ttlMs.
- * Returns {token, untilMs} when acquired; {0, owner, remainingMs, token} when another live holder has it.
- */
-const acquireLua = `${PRELUDE}
-local rec = rcall('HMGET', KEYS[1], 'owner', 'until', 'token')
-if rec[1] and tonumber(rec[2] or '0') >= now then
-  return {0, rec[1], tonumber(rec[2]) - now, tonumber(rec[3] or '0')}
-end
-local token = rcall('INCR', KEYS[2])
-local untilMs = now + tonumber(ARGV[2])
-rcall('DEL', KEYS[1])
-rcall('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'until', untilMs)
-rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return {token, untilMs}
-`;
-
-/** renew: KEYS[1] lock; ARGV[1] token, ARGV[2] ttlMs. Returns the new lease end (Redis ms), or 0 when lost. */
-const renewLua = `${PRELUDE}
-if not live(KEYS[1], ARGV[1]) then return 0 end
-local untilMs = now + tonumber(ARGV[2])
-rcall('HSET', KEYS[1], 'until', untilMs)
-rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return untilMs
-`;
-
-/** release: KEYS[1] lock; ARGV[1] token. Returns 1 when released, 0 when it was no longer ours. */
-const releaseLua = `${PRELUDE}
-if rcall('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
-rcall('DEL', KEYS[1])
-return 1
-`;
-
-/**
- * checkpoint: KEYS[1] lock, KEYS[2] checkpoints (HASH); ARGV[1] token, ARGV[2] retentionMs, ARGV[3] 'set' |
- * 'clear', then field/value pairs for 'set'. Returns 1 when written, 0 when refused (not the live holder).
- */
-const checkpointLua = `${PRELUDE}
-if not live(KEYS[1], ARGV[1]) then return 0 end
-if ARGV[3] == 'clear' then
-  rcall('DEL', KEYS[2])
-  return 1
-end
-if #ARGV >= 5 then
-  rcall('HSET', KEYS[2], unpack(ARGV, 4))
-  rcall('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
-end
-return 1
-`;
-
-const SCRIPTS = {
-  cronflockJobLockAcquire: { numberOfKeys: 2, lua: acquireLua },
-  cronflockJobLockRenew: { numberOfKeys: 1, lua: renewLua },
-  cronflockJobLockRelease: { numberOfKeys: 1, lua: releaseLua },
-  cronflockJobCheckpoint: { numberOfKeys: 2, lua: checkpointLua },
-} as const;
-
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 /** Another holder keeps the lock (code `LOCK_HELD`). */
 export class JobLockHeldError extends Error {
@@ -133,7 +66,7 @@ export class JobLockAbortedError extends Error {
 
 /** Redis-backed {@link JobCoordination} for one flock namespace; one instance per connection is enough. */
 export class RedisJobCoordination implements JobCoordination {
-  private readonly fns: Record<string, ScriptFn>;
+  private readonly scripts: Scripts;
 
   /**
    * @param redis a connection that fails fast while Redis is away (renewals retry on their own schedule)
@@ -147,12 +80,7 @@ export class RedisJobCoordination implements JobCoordination {
     private readonly defaultOwner: string,
     private readonly log?: LeaseLogger,
   ) {
-    for (const [name, s] of Object.entries(SCRIPTS)) {
-      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    }
-    this.fns = Object.fromEntries(
-      Object.keys(SCRIPTS).map((n) => [n, (redis as unknown as Record<string, ScriptFn>)[n]!.bind(redis)]),
-    );
+    this.scripts = Scripts.on(redis);
   }
 
   /** Key of lock `name`. */
@@ -174,7 +102,7 @@ export class RedisJobCoordination implements JobCoordination {
     for (;;) {
       if (o.signal?.aborted) throw new JobLockAbortedError(name);
       const sent = performance.now();
-      const out = (await this.fns.cronflockJobLockAcquire!(this.lockKey(name), `${this.keys.ns}:jobfence:${name}`, owner, o.ttlMs)) as (
+      const out = (await this.scripts.run('job-lock-acquire', [this.lockKey(name), `${this.keys.ns}:jobfence:${name}`], [owner, o.ttlMs])) as (
         | number
         | string
       )[];
@@ -189,19 +117,19 @@ export class RedisJobCoordination implements JobCoordination {
 
   /** @internal renew; 0 = lost. */
   async renew(name: string, token: number, ttlMs: number): Promise<number> {
-    return Number(await this.fns.cronflockJobLockRenew!(this.lockKey(name), token, ttlMs));
+    return Number(await this.scripts.run('job-lock-renew', [this.lockKey(name)], [token, ttlMs]));
   }
 
   /** @internal release; true when it was ours. */
   async release(name: string, token: number): Promise<boolean> {
-    return Number(await this.fns.cronflockJobLockRelease!(this.lockKey(name), token)) === 1;
+    return Number(await this.scripts.run('job-lock-release', [this.lockKey(name)], [token])) === 1;
   }
 
   /** @internal fenced write; false = refused. */
   async writeCheckpoint(name: string, scope: string, token: number, op: 'set' | 'clear', fields: Record<string, string> = {}): Promise<boolean> {
     const args: string[] = [];
     for (const [k, v] of Object.entries(fields)) args.push(k, v);
-    const out = await this.fns.cronflockJobCheckpoint!(this.lockKey(name), this.checkpointKey(name, scope), token, CHECKPOINT_RETENTION_MS, op, ...args);
+    const out = await this.scripts.run('job-checkpoint', [this.lockKey(name), this.checkpointKey(name, scope)], [token, CHECKPOINT_RETENTION_MS, op, ...args]);
     return Number(out) === 1;
   }
 

@@ -43,6 +43,13 @@ export const SCRIPT_NAMES = [
   'backfill-enqueue',
   'backfill-admit',
   'backfill-cancel',
+  'publish-definitions',
+  'is-live-member',
+  'time',
+  'job-lock-acquire',
+  'job-lock-renew',
+  'job-lock-release',
+  'job-checkpoint',
 ] as const;
 
 /** The name of a script: its file name without `.lua`. */
