@@ -78,7 +78,7 @@ export class Definitions {
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: string[] = [this.replica];
     const flush = async (removedNames: readonly string[]): Promise<void> => {
-      await Scripts.on(this.redis).run('publish-definitions', [this.keys.definitions, this.versionKey], [...args, '|', ...removedNames]);
+      await Scripts.on(this.redis).run('publish-definitions', [this.keys.definitions, this.keys.definitionsVersion], [...args, '|', ...removedNames]);
       args = [this.replica];
     };
     for (const s of schedules) {
@@ -99,17 +99,13 @@ export class Definitions {
     if (args.length > 1 || removed.length === 0) await flush([]);
   }
 
-  private get versionKey(): string {
-    return `${this.keys.definitions}:version`;
-  }
-
   /**
    * Re-reads the published definitions when their version changed (one GET otherwise), and re-publishes this
    * replica's definitions of schedules whose winning publisher is no longer live.
    * @returns true when the view changed (re-read or re-published).
    */
   async refresh(force = false): Promise<boolean> {
-    const v = await this.redis.get(this.versionKey);
+    const v = await this.redis.get(this.keys.definitionsVersion);
     let changed = false;
     if (force || v !== this.version) {
       const all = await this.redis.hgetall(this.keys.definitions);

@@ -85,12 +85,12 @@ export class RedisJobCoordination implements JobCoordination {
 
   /** Key of lock `name`. */
   lockKey(name: string): string {
-    return `${this.keys.ns}:joblock:${name}`;
+    return this.keys.jobLock(name);
   }
 
   /** Key of the checkpoints of `scope` under lock `name`. */
   checkpointKey(name: string, scope: string): string {
-    return `${this.keys.ns}:jobckpt:${name}:${scope}`;
+    return this.keys.jobCheckpoints(name, scope);
   }
 
   /** See {@link JobCoordination.lock}. `RangeError` for a ttl under 300 ms or a name with spaces. */
@@ -102,7 +102,7 @@ export class RedisJobCoordination implements JobCoordination {
     for (;;) {
       if (o.signal?.aborted) throw new JobLockAbortedError(name);
       const sent = performance.now();
-      const out = (await this.scripts.run('job-lock-acquire', [this.lockKey(name), `${this.keys.ns}:jobfence:${name}`], [owner, o.ttlMs])) as (
+      const out = (await this.scripts.run('job-lock-acquire', [this.lockKey(name), this.keys.jobFence(name)], [owner, o.ttlMs])) as (
         | number
         | string
       )[];

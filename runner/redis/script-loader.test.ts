@@ -53,7 +53,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
   const claimKeys = [k.occurrence(key), k.pending, k.runs('s'), k.schedules, k.active('s'), k.suspended, k.backfillQueue('s')];
   const claimArgv = ['a', 5000, 60_000, 120_000, 's', now, now, key, -1, 0, 2, 'schedule', 'Allow', -1];
   const claimed = (): Promise<unknown> => run('claim', claimKeys, claimArgv);
-  const locked = (): Promise<unknown> => run('job-lock-acquire', [`${k.ns}:joblock:l`, `${k.ns}:jobfence:l`], ['owner', 2000]);
+  const locked = (): Promise<unknown> => run('job-lock-acquire', [k.jobLock('l'), k.jobFence('l')], ['owner', 2000]);
   const backfilled = (): Promise<unknown> =>
     run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], [k.occurrencePrefix, 's', 'cli', 'Forbid', 120_000, key, now]);
   return {
@@ -104,18 +104,18 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: [1, 0, 0],
     },
     'publish-definitions': {
-      keys: [k.definitions, `${k.definitions}:version`],
+      keys: [k.definitions, k.definitionsVersion],
       argv: ['a', 's', JSON.stringify({ cron: '* * * * *', definitionHash: 'h1', replica: 'a' }), '|', 'gone'],
       returns: 1,
     },
     'is-live-member': { before: () => redis.zadd(k.replicas, now + 60_000, 'a'), keys: [k.replicas], argv: ['a'], returns: 1 },
     time: { keys: [k.ns], argv: [], returns: [expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/)] },
-    'job-lock-acquire': { keys: [`${k.ns}:joblock:l`, `${k.ns}:jobfence:l`], argv: ['owner', 2000], returns: [1, anyNumber] },
-    'job-lock-renew': { before: locked, keys: [`${k.ns}:joblock:l`], argv: [1, 2000], returns: anyNumber },
-    'job-lock-release': { before: locked, keys: [`${k.ns}:joblock:l`], argv: [1], returns: 1 },
+    'job-lock-acquire': { keys: [k.jobLock('l'), k.jobFence('l')], argv: ['owner', 2000], returns: [1, anyNumber] },
+    'job-lock-renew': { before: locked, keys: [k.jobLock('l')], argv: [1, 2000], returns: anyNumber },
+    'job-lock-release': { before: locked, keys: [k.jobLock('l')], argv: [1], returns: 1 },
     'job-checkpoint': {
       before: locked,
-      keys: [`${k.ns}:joblock:l`, `${k.ns}:jobckpt:l:scope`],
+      keys: [k.jobLock('l'), k.jobCheckpoints('l', 'scope')],
       argv: [1, 60_000, 'set', 'field', 'value'],
       returns: 1,
     },
