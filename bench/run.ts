@@ -7,6 +7,7 @@
  *   burst       --schedules 100000 --jitters 0,60s                            one instant, jitter 0 vs 60 s
  *   failover    --trials 30 --locks default,1s,500ms                          vs a lease singleton (15/10/2 s)
  *   idle        --schedules 1000000 --due 10                                  RSS/CPU with many registered schedules
+ *   script-args --claims 20000 --plans 200                                    claim/plan script cost, argument forms
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
@@ -16,6 +17,7 @@ import { Flags } from './lib/util.js';
 import { burst } from './scenarios/burst.js';
 import { failover } from './scenarios/failover.js';
 import { idle } from './scenarios/idle.js';
+import { scriptArgs } from './scenarios/script-args.js';
 import { throughput } from './scenarios/throughput.js';
 import { soakMain } from './soak/main.js';
 
@@ -26,6 +28,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   burst: () => burst(flags),
   failover: () => failover(flags),
   idle: () => idle(flags),
+  'script-args': () => scriptArgs(flags),
   soak: () => soakMain(process.argv.slice(3)),
 };
 if (!scenarios[scenario]) {
