@@ -36,71 +36,87 @@ async function redisNow(): Promise<number> {
 }
 
 type Arg = string | number | Buffer;
+type Args = Arg[] | Record<string, unknown>;
 /** What one call of a script is: its KEYS and ARGV, what to set up first, and what it returns. */
 interface Contract {
   keys: string[];
-  argv: Arg[];
+  /** Positional ARGV, or the fields of a packed ARGV[1]. */
+  argv: Args;
   before?: () => Promise<unknown>;
   returns: unknown;
 }
 
-const run = (name: ScriptName, keys: string[], argv: Arg[]): Promise<unknown> => Scripts.on(redis).run(name, keys, argv);
+const run = (name: ScriptName, keys: string[], argv: Args): Promise<unknown> => Scripts.on(redis).run(name, keys, argv);
 const anyNumber = expect.any(Number);
 
 /** Every script's contract, with one call that succeeds. `now` is the Redis clock at the start of the call. */
 function contracts(now: number): Record<ScriptName, Contract> {
   const key = `s@${new Date(now).toISOString()}`;
   const claimKeys = [k.occurrence(key), k.pending, k.runs('s'), k.schedules, k.active('s'), k.suspended, k.backfillQueue('s')];
-  const claimArgv = ['a', 5000, 60_000, 120_000, 's', now, now, key, -1, 0, 2, 'schedule', 'Allow', -1];
+  const claimArgv = {
+    replica: 'a', lockMs: 5000, horizonMs: 60_000, retentionMs: 120_000, schedule: 's', dueMs: now, fireMs: now, key,
+    startingDeadlineMs: -1, earlyToleranceMs: 0, maxStalls: 2, origin: 'schedule', concurrencyPolicy: 'Allow', maxConcurrent: -1,
+  };
+  const manual = { schedule: 's', key, dueMs: now, origin: 'manual', by: 'cli', retentionMs: 120_000 };
   const claimed = (): Promise<unknown> => run('claim', claimKeys, claimArgv);
   const locked = (): Promise<unknown> => run('job-lock-acquire', [k.jobLock('l'), k.jobFence('l')], ['owner', 2000]);
   const backfilled = (): Promise<unknown> =>
-    run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], [k.occurrencePrefix, 's', 'cli', 'Forbid', 120_000, key, now]);
+    run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], { occPrefix: k.occurrencePrefix, schedule: 's', by: 'cli', policy: 'Forbid', retentionMs: 120_000, items: [[key, now]] });
   return {
     plan: {
       keys: [k.pending, k.watermarks, k.schedules, k.planMarks],
-      argv: [k.occurrencePrefix, k.runsPrefix, 60_000, 120_000, 'a', 'i:1', 1000, 's', 1, 0, -1, 'latest', 10, now + 1000, now + 1000, key, -1],
+      argv: {
+        occPrefix: k.occurrencePrefix, runsPrefix: k.runsPrefix, horizonMs: 60_000, retentionMs: 120_000, replica: 'a', mark: 'i:1', catchUpGraceMs: 1000,
+        offers: [{ schedule: 's', suspend: false, startingDeadlineMs: -1, catchUp: 'latest', maxCatchUpRuns: 10, rows: [[now + 1000, now + 1000, key, -1]] }],
+      },
       returns: [key, '', '|'],
     },
     heartbeat: { keys: [k.replicas, k.replicaDigests], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
     claim: { keys: claimKeys, argv: claimArgv, returns: ['claimed', 1, 1, anyNumber, anyNumber] },
     'enqueue-manual': {
       keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
-      argv: ['s', key, now, 'manual', 'cli', 120_000],
+      argv: manual,
       returns: [1, anyNumber],
     },
     renew: { before: claimed, keys: [k.occurrence(key)], argv: [1, 5000, 120_000, key], returns: [anyNumber, ''] },
     finish: {
       before: claimed,
       keys: [k.occurrence(key), k.pending, k.lastSuccess],
-      argv: [1, 'succeeded', '', '', '{"ok":true}', 120_000, key, 0, 1000, 300_000, 0.5, 5000],
+      argv: {
+        token: 1, state: 'succeeded', reason: '', error: '', result: '{"ok":true}', retentionMs: 120_000, key, retries: 0,
+        retryBackoffMs: 1000, retryBackoffMaxMs: 300_000, jitter: 0.5, lockMs: 5000,
+      },
       returns: [1, 0],
     },
     release: { before: claimed, keys: [k.occurrence(key)], argv: [1, 'handed over', key, 5000], returns: 1 },
     sweep: {
-      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], ['s', key, now, 'manual', 'cli', 120_000]),
+      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], manual),
       keys: [k.pending],
-      argv: [0, 10, k.occurrencePrefix, 'none:', 60_000, 120_000, ''],
+      argv: { sweepAfterMs: 0, limit: 10, occPrefix: k.occurrencePrefix, jobPrefix: 'none:', backlogJobPrefix: '', horizonMs: 60_000, retentionMs: 120_000 },
       returns: [key, 's', String(now), expect.any(String), 'manual', ''],
     },
     abandon: {
-      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], ['s', key, now, 'manual', 'cli', 120_000]),
+      before: () => run('enqueue-manual', [k.occurrence(key), k.pending, k.runs('s'), k.schedules], manual),
       keys: [k.occurrence(key), k.pending],
-      argv: ['skipped', 'schedule removed', 120_000, key, -1],
+      argv: { state: 'skipped', reason: 'schedule removed', retentionMs: 120_000, key, minAgeMs: -1 },
       returns: [1, 'skipped'],
     },
     'due-delayed': { before: () => redis.zadd('{c}:q:delayed', now * 0x1000, 'job-1'), keys: ['{c}:q:delayed'], argv: [10], returns: ['job-1'] },
-    'backfill-enqueue': { keys: [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], argv: [k.occurrencePrefix, 's', 'cli', 'Forbid', 120_000, key, now], returns: [key] },
+    'backfill-enqueue': {
+      keys: [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules],
+      argv: { occPrefix: k.occurrencePrefix, schedule: 's', by: 'cli', policy: 'Forbid', retentionMs: 120_000, items: [[key, now]] },
+      returns: [key],
+    },
     'backfill-admit': {
       before: backfilled,
       keys: [k.backfillSchedules, k.backfillAdmitted, k.pending, k.suspended],
-      argv: [k.occurrencePrefix, k.backfillQueuePrefix, 2, 120_000, 100],
+      argv: { occPrefix: k.occurrencePrefix, queuePrefix: k.backfillQueuePrefix, cap: 2, retentionMs: 120_000, scan: 100 },
       returns: [key, 's', String(now), anyNumber],
     },
     'backfill-cancel': {
       before: backfilled,
       keys: [k.backfillQueue('s'), k.backfillAdmitted, k.pending],
-      argv: [k.occurrencePrefix, 's', 120_000, 'cancelled', 100],
+      argv: { occPrefix: k.occurrencePrefix, schedule: 's', retentionMs: 120_000, reason: 'cancelled', limit: 100 },
       returns: [1, 0, 0],
     },
     'publish-definitions': {
@@ -151,11 +167,21 @@ describe('the Lua scripts (runner/redis/lua/)', () => {
       const argv = used(/ARGV\[(\d+)\]/g);
       for (let i = 1; i <= fixed; i++) expect(argv, `ARGV[${i}] (${header.argv[i - 1]}) is declared but not used`).toContain(i);
       for (const i of argv) expect(i, `ARGV[${i}] is used but not declared`).toBeLessThanOrEqual(header.argv.length);
+      // A packed ARGV[1] is unpacked once, and the body reads exactly the fields its header lists.
+      if (header.packed) {
+        expect(body(name)).toContain('local args = cmsgpack.unpack(ARGV[1])');
+        const fields = [...new Set([...body(name).matchAll(/\bargs\.(\w+)/g)].map((m) => m[1]!))].sort();
+        expect(fields).toEqual([...header.packed.keys()].sort());
+      }
     });
 
     it('is called with the keys and arguments of its contract and returns its shape', async () => {
       const c = contracts(await redisNow())[name];
-      expect(c.keys).toHaveLength(loadScript(name).numberOfKeys);
+      const { numberOfKeys, header } = loadScript(name);
+      expect(c.keys).toHaveLength(numberOfKeys);
+      // Long argument lists are packed (more than four fixed arguments); short ones stay positional.
+      if (header.packed) expect(Array.isArray(c.argv)).toBe(false);
+      else expect(header.argv.length - (header.argvTail ? 1 : 0)).toBeLessThanOrEqual(4);
       await c.before?.();
       expect(await run(name, c.keys, c.argv)).toEqual(c.returns);
     });

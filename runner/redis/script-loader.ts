@@ -16,6 +16,11 @@
  *   same tick is open would be missing from it.
  * - **Every key a script touches by name is passed in KEYS** (a Redis Cluster routes on them); all of a
  *   flock's keys share its hash tag, so prefixes passed in ARGV stay in the same slot.
+ * - **Long argument lists are one packed argument.** A script that takes more than four arguments takes them
+ *   as one MessagePack map in ARGV[1] (`local args = cmsgpack.unpack(ARGV[1])`), its fields listed by name in
+ *   the header (`ARGV[1] packed:` then one `<field> <what>` line each); callers pass an object, which is
+ *   checked against that list and packed here. Decoding the claim's 14 arguments this way costs Redis what
+ *   reading them positionally does (bench/scenarios/script-args.ts).
  *
  * The files ship in `dist/`: `npm run build` copies `runner/redis/lua/` to `dist/runner/redis/lua/`, and this
  * module reads them beside itself in either layout.
@@ -23,6 +28,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Packr } from 'msgpackr';
 import type { RedisClient } from './connect.js';
 
 /** The folder of the `.lua` files, beside this module (sources or dist/). */
@@ -65,6 +71,8 @@ export interface ScriptHeader {
   argv: string[];
   /** Whether the last ARGV entry is a variable tail. */
   argvTail: boolean;
+  /** For a script whose ARGV[1] is one packed map: its fields, by name (what each is). */
+  packed?: Map<string, string>;
   /** The `Returns` section. */
   returns: string;
 }
@@ -138,6 +146,8 @@ export function parseHeader(name: string, text: string, file = `${name}.lua`): S
   let argvTail = false;
   let returns: string | undefined;
   let last: string[] | undefined;
+  let packed: Map<string, string> | undefined;
+  let field: string | undefined;
   for (const line of lines) {
     if (returns !== undefined) {
       returns += `\n${line}`;
@@ -155,8 +165,20 @@ export function parseHeader(name: string, text: string, file = `${name}.lua`): S
       argv.push(a[3]!);
       argvTail = a[2] !== undefined;
       last = argv;
+      field = undefined;
+      if (/^packed\b/.test(a[3]!)) {
+        if (a[1] !== '1') throw new ScriptFileError(file, 'only ARGV[1] may be packed');
+        packed = new Map();
+      }
     } else if (/^Returns\b/.test(line)) {
       returns = line;
+    } else if (packed && last === argv && argv.length === 1 && /^ {2}\S/.test(line)) {
+      const f = /^ {2}(\w+) +(.+)$/.exec(line);
+      if (!f) throw new ScriptFileError(file, `a packed field line must be "<field> <what it is>": ${JSON.stringify(line.trim())}`);
+      field = f[1]!;
+      packed.set(field, f[2]!);
+    } else if (packed && field && last === argv && argv.length === 1 && /^ {4,}\S/.test(line)) {
+      packed.set(field, `${packed.get(field)!} ${line.trim()}`); // a field's continuation line
     } else if (last && /^\s+\S/.test(line)) {
       last[last.length - 1] += ` ${line.trim()}`; // a continuation line
     } else {
@@ -164,7 +186,8 @@ export function parseHeader(name: string, text: string, file = `${name}.lua`): S
     }
   }
   if (returns === undefined) throw new ScriptFileError(file, 'the header has no Returns section');
-  return { summary, keys, argv, argvTail, returns };
+  if (packed && (argv.length !== 1 || packed.size === 0)) throw new ScriptFileError(file, 'a packed ARGV[1] lists its fields and is the only argument');
+  return { summary, keys, argv, argvTail, returns, ...(packed ? { packed } : {}) };
 }
 
 const loaded = new Map<ScriptName, LuaScript>();
@@ -184,6 +207,15 @@ export function loadScript(name: ScriptName): LuaScript {
 }
 
 type ScriptFn = (...args: (string | number | Buffer)[]) => Promise<unknown>;
+type Arg = string | number | Buffer;
+
+/** MessagePack as Redis' cmsgpack reads it: plain maps and arrays (no msgpackr records), undefined as nil. */
+const packr = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+
+/** `args` packed into one MessagePack map (a script's packed ARGV[1]). */
+export function packArgs(args: Readonly<Record<string, unknown>>): Buffer {
+  return packr.pack(args);
+}
 
 const perConnection = new WeakMap<RedisClient, Scripts>();
 
@@ -207,16 +239,26 @@ export class Scripts {
   }
 
   /**
-   * Runs script `name` with `keys` (exactly as many as its header declares) and `args`.
+   * Runs script `name` with `keys` (exactly as many as its header declares) and its arguments: a list for a
+   * positional script, an object with exactly the header's fields for a packed one.
    * @returns what the script returns (shapes in its header).
-   * @throws Error when the number of keys is wrong (a bug in the caller); what ioredis throws otherwise.
+   * @throws Error when the keys or arguments do not fit the header (a bug in the caller); what ioredis throws
+   *   otherwise.
    */
-  run(name: ScriptName, keys: readonly string[], args: readonly (string | number | Buffer)[] = []): Promise<unknown> {
+  run(name: ScriptName, keys: readonly string[], args: readonly Arg[] | Readonly<Record<string, unknown>> = []): Promise<unknown> {
     const entry = this.fns.get(name);
     if (!entry) throw new Error(`no script ${name}`); // unreachable: every name is defined in the constructor
-    if (keys.length !== entry.script.numberOfKeys) {
-      throw new Error(`script ${name} takes ${entry.script.numberOfKeys} keys, got ${keys.length}`);
+    const { numberOfKeys, header } = entry.script;
+    if (keys.length !== numberOfKeys) throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
+    if (Array.isArray(args)) {
+      if (header.packed) throw new Error(`script ${name} takes its arguments packed: pass an object with ${[...header.packed.keys()].join(', ')}`);
+      return entry.fn(...keys, ...(args as readonly Arg[]));
     }
-    return entry.fn(...keys, ...args);
+    const fields = header.packed;
+    if (!fields) throw new Error(`script ${name} takes positional arguments: pass a list`);
+    const given = Object.keys(args);
+    const wrong = [...given.filter((f) => !fields.has(f)).map((f) => `unknown ${f}`), ...[...fields.keys()].filter((f) => !(f in args)).map((f) => `missing ${f}`)];
+    if (wrong.length > 0) throw new Error(`script ${name}: ${wrong.join(', ')}`);
+    return entry.fn(...keys, packArgs(args as Readonly<Record<string, unknown>>));
   }
 }

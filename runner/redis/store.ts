@@ -113,18 +113,28 @@ export class Store {
   ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? '', o.catchUpGraceMs];
+    const offers: { schedule: string; suspend: boolean; startingDeadlineMs: number; catchUp: CatchUpPolicy; maxCatchUpRuns: number; rows: [number, number, string, number][] }[] = [];
     for (let i = 0; i < items.length; ) {
       const { schedule, policy: p } = items[i]!;
       let j = i;
       while (j < items.length && items[j]!.schedule === schedule && items[j]!.policy === p) j++;
-      args.push(schedule, j - i, p.suspend ? 1 : 0, p.startingDeadlineMs ?? -1, p.catchUp, p.maxCatchUpRuns);
+      const rows: [number, number, string, number][] = [];
       for (; i < j; i++) {
         const it = items[i]!;
-        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1);
+        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1]);
       }
+      offers.push({ schedule, suspend: p.suspend, startingDeadlineMs: p.startingDeadlineMs ?? -1, catchUp: p.catchUp, maxCatchUpRuns: p.maxCatchUpRuns, rows });
     }
-    const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], args)) as string[];
+    const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], {
+      occPrefix: k.occurrencePrefix,
+      runsPrefix: k.runsPrefix,
+      horizonMs: o.horizonMs,
+      retentionMs: o.retentionMs,
+      replica: o.replica,
+      mark: o.mark ?? '',
+      catchUpGraceMs: o.catchUpGraceMs,
+      offers,
+    })) as string[];
     const bar = out.indexOf('|');
     const finals: PlannedFinal[] = [];
     for (let i = bar + 1; i + 2 < out.length; i += 3) finals.push({ key: out[i]!, state: out[i + 1] as PlannedFinal['state'], reason: out[i + 2]! });
@@ -139,20 +149,7 @@ export class Store {
     const out = (await this.scripts.run(
       'claim',
       [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
-      [r.replica,
-      r.lockMs,
-      r.horizonMs,
-      r.retentionMs,
-      r.schedule,
-      r.dueMs,
-      r.fireMs,
-      r.key,
-      r.startingDeadlineMs ?? -1,
-      r.earlyToleranceMs,
-      r.maxStalls,
-      r.origin,
-      r.concurrencyPolicy,
-      r.maxConcurrent ?? -1],
+      { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1 },
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
@@ -222,20 +219,20 @@ export class Store {
       retryBackoffMaxMs?: number;
     },
   ): Promise<FinishResult> {
-    const [code, retryAt] = (await this.scripts.run('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], [
+    const [code, retryAt] = (await this.scripts.run('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], {
       token,
-      r.state,
-      r.reason ?? '',
-      r.error ?? '',
-      r.result ?? '',
-      r.retentionMs,
+      state: r.state,
+      reason: r.reason ?? '',
+      error: r.error ?? '',
+      result: r.result ?? '',
+      retentionMs: r.retentionMs,
       key,
-      r.retries ?? 0,
-      r.retryBackoffMs ?? 1000,
-      r.retryBackoffMaxMs ?? 300_000,
-      Math.random(),
-      r.lockMs ?? 4_000,
-    ])) as [number, number];
+      retries: r.retries ?? 0,
+      retryBackoffMs: r.retryBackoffMs ?? 1000,
+      retryBackoffMaxMs: r.retryBackoffMaxMs ?? 300_000,
+      jitter: Math.random(),
+      lockMs: r.lockMs ?? 4_000,
+    })) as [number, number];
     if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
     return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
@@ -264,7 +261,7 @@ export class Store {
     const [created, fireMs] = (await this.scripts.run(
       'enqueue-manual',
       [k.occurrence(o.key), k.pending, k.runs(o.schedule), k.schedules],
-      [o.schedule, o.key, o.dueMs, o.origin, o.by, o.retentionMs],
+      { schedule: o.schedule, key: o.key, dueMs: o.dueMs, origin: o.origin, by: o.by, retentionMs: o.retentionMs },
     )) as [number, number];
     return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
@@ -284,7 +281,7 @@ export class Store {
     o: { minAgeMs?: number } = {},
   ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
-    const [code, recorded] = (await this.scripts.run('abandon', [k.occurrence(key), k.pending], [state, reason, retentionMs, key, o.minAgeMs ?? -1])) as [
+    const [code, recorded] = (await this.scripts.run('abandon', [k.occurrence(key), k.pending], { state, reason, retentionMs, key, minAgeMs: o.minAgeMs ?? -1 })) as [
       number,
       string,
     ];
@@ -305,11 +302,15 @@ export class Store {
     retentionMs: number;
   }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin; reason?: string }[]> {
     const k = this.keys;
-    const out = (await this.scripts.run(
-      'sweep',
-      [k.pending],
-      [o.sweepAfterMs, o.limit, k.occurrencePrefix, o.jobKeyPrefixes[0], o.horizonMs, o.retentionMs, o.jobKeyPrefixes[1] ?? ''],
-    )) as string[];
+    const out = (await this.scripts.run('sweep', [k.pending], {
+      sweepAfterMs: o.sweepAfterMs,
+      limit: o.limit,
+      occPrefix: k.occurrencePrefix,
+      jobPrefix: o.jobKeyPrefixes[0],
+      backlogJobPrefix: o.jobKeyPrefixes[1] ?? '',
+      horizonMs: o.horizonMs,
+      retentionMs: o.retentionMs,
+    })) as string[];
     const res = [];
     for (let i = 0; i + 5 < out.length; i += 6) {
       const reason = out[i + 5];
@@ -341,12 +342,11 @@ export class Store {
     const k = this.keys;
     const created: string[] = [];
     for (let i = 0; i < o.items.length; i += BACKFILL_CHUNK) {
-      const args: (string | number)[] = [k.occurrencePrefix, o.schedule, o.by, o.policy, o.retentionMs];
-      for (const it of o.items.slice(i, i + BACKFILL_CHUNK)) args.push(it.key, it.dueMs);
+      const items = o.items.slice(i, i + BACKFILL_CHUNK).map((it) => [it.key, it.dueMs]);
       const out = (await this.scripts.run(
         'backfill-enqueue',
         [k.backfillSchedules, k.backfillQueue(o.schedule), k.runs(o.schedule), k.schedules],
-        args,
+        { occPrefix: k.occurrencePrefix, schedule: o.schedule, by: o.by, policy: o.policy, retentionMs: o.retentionMs, items },
       )) as string[];
       created.push(...out);
     }
@@ -363,7 +363,7 @@ export class Store {
     const out = (await this.scripts.run(
       'backfill-admit',
       [k.backfillSchedules, k.backfillAdmitted, k.pending, k.suspended],
-      [k.occurrencePrefix, k.backfillQueuePrefix, o.cap, o.retentionMs, BACKFILL_ADMIT_SCAN],
+      { occPrefix: k.occurrencePrefix, queuePrefix: k.backfillQueuePrefix, cap: o.cap, retentionMs: o.retentionMs, scan: BACKFILL_ADMIT_SCAN },
     )) as string[];
     const res = [];
     for (let i = 0; i + 3 < out.length; i += 4) {
@@ -383,7 +383,7 @@ export class Store {
       const [n, left, started] = (await this.scripts.run(
         'backfill-cancel',
         [k.backfillQueue(schedule), k.backfillAdmitted, k.pending],
-        [k.occurrencePrefix, schedule, retentionMs, reason, BACKFILL_CHUNK],
+        { occPrefix: k.occurrencePrefix, schedule, retentionMs, reason, limit: BACKFILL_CHUNK },
       )) as [number, number, number];
       cancelled += Number(n);
       if (Number(left) === 0) return { cancelled, started: Number(started) };

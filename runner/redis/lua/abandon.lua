@@ -7,21 +7,23 @@
 
   KEYS[1] run record
   KEYS[2] pending (ZSET)
-  ARGV[1] state (skipped | missed)
-  ARGV[2] reason
-  ARGV[3] retentionMs
-  ARGV[4] occurrence key
-  ARGV[5] minimum age of the fire time in ms (-1: none)
+  ARGV[1] packed:
+    state         skipped | missed
+    reason        why
+    retentionMs   how long the final record lives
+    key           the occurrence key
+    minAgeMs      minimum age of the fire time (-1: none)
   Returns: {1, state recorded}; {0, ''} when final, held or gone; {2, ''} when younger than the minimum age.
 ]]
 -- @include "includes/record.lua"
 
+local args = cmsgpack.unpack(ARGV[1])
 local rec = rcall('HMGET', KEYS[1], 'state', 'leaseUntil', 'fireMs')
 if not rec[1] or isFinal(rec[1]) then return {0, ''} end
 if rec[1] == 'running' and tonumber(rec[2] or '0') >= now then return {0, ''} end
-local minAgeMs = tonumber(ARGV[5] or '-1')
+local minAgeMs = args.minAgeMs
 if minAgeMs >= 0 and now - tonumber(rec[3] or '0') <= minAgeMs then return {2, ''} end
-local state = ARGV[1]
+local state = args.state
 if hasStarted(KEYS[1]) then state = 'failed' end
-finalize(KEYS[1], state, ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4])
+finalize(KEYS[1], state, args.reason, args.retentionMs, KEYS[2], args.key)
 return {1, state}

@@ -9,17 +9,19 @@
   KEYS[2] admitted (ZSET)
   KEYS[3] pending (ZSET)
   KEYS[4] suspended schedules (HASH)
-  ARGV[1] run-record key prefix
-  ARGV[2] backfill-queue key prefix
-  ARGV[3] cap (flock-wide)
-  ARGV[4] retentionMs
-  ARGV[5] most schedules looked at per call
+  ARGV[1] packed:
+    occPrefix     run-record key prefix
+    queuePrefix   backfill-queue key prefix
+    cap           most admitted at once (flock-wide)
+    retentionMs   how long an admitted record lives
+    scan          most schedules looked at per call
   Returns: flat list of occurrence key, schedule, dueMs, fireMs (= now) per admitted occurrence, to enqueue.
 ]]
 -- @include "includes/record.lua"
 
-local occPrefix, queuePrefix = ARGV[1], ARGV[2]
-local cap, retentionMs, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local args = cmsgpack.unpack(ARGV[1])
+local occPrefix, queuePrefix = args.occPrefix, args.queuePrefix
+local cap, retentionMs, scan = args.cap, args.retentionMs, args.scan
 -- Admitted ones that ended (final, expired, or sent back to waiting by a suspension) free their place.
 local admitted, perSchedule = 0, {}
 for _, key in ipairs(rcall('ZRANGE', KEYS[2], 0, -1)) do

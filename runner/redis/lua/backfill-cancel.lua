@@ -6,18 +6,20 @@
   KEYS[1] backfill queue of the schedule (ZSET)
   KEYS[2] admitted (ZSET)
   KEYS[3] pending (ZSET)
-  ARGV[1] run-record key prefix
-  ARGV[2] schedule
-  ARGV[3] retentionMs
-  ARGV[4] reason
-  ARGV[5] most waiting occurrences recorded per call
+  ARGV[1] packed:
+    occPrefix     run-record key prefix
+    schedule      the schedule
+    retentionMs   how long the skipped records live
+    reason        why
+    limit         most waiting occurrences recorded per call
   Returns: {cancelled, still waiting (call again while > 0), started (running or retrying)}.
 ]]
 -- @include "includes/record.lua"
 
-local occPrefix, schedule, retentionMs, reason = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local args = cmsgpack.unpack(ARGV[1])
+local occPrefix, schedule, retentionMs, reason = args.occPrefix, args.schedule, args.retentionMs, args.reason
 local cancelled, started = 0, 0
-for _, key in ipairs(rcall('ZRANGE', KEYS[1], 0, tonumber(ARGV[5]) - 1)) do
+for _, key in ipairs(rcall('ZRANGE', KEYS[1], 0, args.limit - 1)) do
   local occKey = occPrefix .. key
   local state = rcall('HGET', occKey, 'state')
   if state and not isFinal(state) then

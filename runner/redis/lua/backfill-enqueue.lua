@@ -20,21 +20,23 @@
   KEYS[2] backfill queue of the schedule (ZSET)
   KEYS[3] run index of the schedule
   KEYS[4] schedules (SET)
-  ARGV[1] run-record key prefix
-  ARGV[2] schedule
-  ARGV[3] who asked
-  ARGV[4] concurrency policy (Allow | Forbid | Replace: Allow lets admission run several at once)
-  ARGV[5] retentionMs
-  ARGV[6..] pairs of occurrence key and dueMs
+  ARGV[1] packed:
+    occPrefix     run-record key prefix
+    schedule      the schedule
+    by            who asked
+    policy        its concurrency policy (Allow | Forbid | Replace: Allow lets admission run several at once)
+    retentionMs   how long records live once admitted
+    items         the occurrences, each {occurrence key, dueMs}
   Returns: the occurrence keys created (the others already had a record).
 ]]
 -- @include "includes/record.lua"
 
-local schedule, who, policy, retentionMs = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local args = cmsgpack.unpack(ARGV[1])
+local schedule, who, policy, retentionMs = args.schedule, args.by, args.policy, args.retentionMs
 local created = {}
-for i = 6, #ARGV, 2 do
-  local key, dueMs = ARGV[i], ARGV[i + 1]
-  local occKey = ARGV[1] .. key
+for _, item in ipairs(args.items) do
+  local key, dueMs = item[1], item[2]
+  local occKey = args.occPrefix .. key
   if rcall('EXISTS', occKey) == 0 then
     createRecord(occKey, KEYS[3], KEYS[4], schedule, key, dueMs, now, 'backfill', 'scheduled', '', who, retentionMs)
     rcall('PERSIST', occKey)

@@ -31,20 +31,21 @@
   KEYS[5] active set of the schedule (ZSET)
   KEYS[6] suspended schedules (HASH)
   KEYS[7] backfill queue of the schedule (ZSET)
-  ARGV[1] replica
-  ARGV[2] lockMs
-  ARGV[3] horizonMs
-  ARGV[4] retentionMs
-  ARGV[5] schedule
-  ARGV[6] dueMs
-  ARGV[7] fireMs
-  ARGV[8] occurrence key
-  ARGV[9] startingDeadlineMs (-1: none)
-  ARGV[10] earlyToleranceMs
-  ARGV[11] maxStalls
-  ARGV[12] origin (schedule | manual | backfill | resume)
-  ARGV[13] concurrency policy (Allow | Forbid | Replace)
-  ARGV[14] maxConcurrent (-1: no limit)
+  ARGV[1] packed:
+    replica              the claimant
+    lockMs               the lease
+    horizonMs            an unknown occurrence older than this is not created (stale)
+    retentionMs          how long the record lives after its fire time, or once final
+    schedule             the occurrence's schedule
+    dueMs                its due time
+    fireMs               its fire time
+    key                  its occurrence key
+    startingDeadlineMs   -1: none
+    earlyToleranceMs     how long before the fire time a claim is accepted
+    maxStalls            stalls after which the occurrence fails (stalled-out)
+    origin               schedule | manual | backfill | resume
+    concurrencyPolicy    Allow | Forbid | Replace
+    maxConcurrent        -1: no limit
   Returns one of:
     {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
                                   leaseUntil; the triples are older occurrences it ended failed: replaced
@@ -60,11 +61,12 @@
 ]]
 -- @include "includes/record.lua"
 
+local args = cmsgpack.unpack(ARGV[1])
 local occKey = KEYS[1]
-local replica, lockMs, horizonMs, retentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local schedule, dueMs, fireMs, key = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local deadlineMs, earlyMs, maxStalls, origin = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
-local policy, maxConcurrent = ARGV[13], tonumber(ARGV[14])
+local replica, lockMs, horizonMs, retentionMs = args.replica, args.lockMs, args.horizonMs, args.retentionMs
+local schedule, dueMs, fireMs, key = args.schedule, args.dueMs, args.fireMs, args.key
+local deadlineMs, earlyMs, maxStalls, origin = args.startingDeadlineMs, args.earlyToleranceMs, args.maxStalls, args.origin
+local policy, maxConcurrent = args.concurrencyPolicy, args.maxConcurrent
 local occPrefix = string.sub(occKey, 1, #occKey - #key)
 
 if rcall('EXISTS', occKey) == 0 then

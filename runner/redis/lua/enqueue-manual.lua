@@ -7,17 +7,19 @@
   KEYS[2] pending (ZSET)
   KEYS[3] run index of the schedule
   KEYS[4] schedules (SET)
-  ARGV[1] schedule
-  ARGV[2] occurrence key
-  ARGV[3] dueMs
-  ARGV[4] origin
-  ARGV[5] who asked
-  ARGV[6] retentionMs
+  ARGV[1] packed:
+    schedule      the occurrence's schedule
+    key           its occurrence key
+    dueMs         its due time
+    origin        manual | resume
+    by            who asked
+    retentionMs   how long the record lives after its fire time, or once final
   Returns: {created (0|1), fireMs}: fireMs is now on the Redis clock (it runs at once).
 ]]
 -- @include "includes/record.lua"
 
 if rcall('EXISTS', KEYS[1]) == 1 then return {0, 0} end
-createRecord(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], now, ARGV[4], 'scheduled', '', ARGV[5], tonumber(ARGV[6]))
-rcall('ZADD', KEYS[2], now, ARGV[2])
+local args = cmsgpack.unpack(ARGV[1])
+createRecord(KEYS[1], KEYS[3], KEYS[4], args.schedule, args.key, args.dueMs, now, args.origin, 'scheduled', '', args.by, args.retentionMs)
+rcall('ZADD', KEYS[2], now, args.key)
 return {1, now}

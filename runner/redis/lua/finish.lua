@@ -13,40 +13,42 @@
   KEYS[1] run record
   KEYS[2] pending (ZSET)
   KEYS[3] last success per schedule (HASH, Redis ms)
-  ARGV[1] fencing token
-  ARGV[2] state (succeeded | failed | skipped)
-  ARGV[3] reason
-  ARGV[4] error message
-  ARGV[5] result (JSON)
-  ARGV[6] retentionMs
-  ARGV[7] occurrence key
-  ARGV[8] retries allowed
-  ARGV[9] retryBackoffMs
-  ARGV[10] retryBackoffMaxMs
-  ARGV[11] jitter u in [0, 1)
-  ARGV[12] lockMs
+  ARGV[1] packed:
+    token               the claim's fencing token
+    state               succeeded | failed | skipped
+    reason              why ('' for none)
+    error               the error message ('' for none)
+    result              the result as JSON ('' for none)
+    retentionMs         how long a final record lives
+    key                 the occurrence key
+    retries             retries allowed
+    retryBackoffMs      first retry delay
+    retryBackoffMaxMs   longest retry delay
+    jitter              u in [0, 1)
+    lockMs              the lease: a retrying run keeps its place this long after its retry time
   Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
 ]]
 -- @include "includes/record.lua"
 
+local args = cmsgpack.unpack(ARGV[1])
 local rec = rcall('HMGET', KEYS[1], 'token', 'state', 'leaseUntil')
-if rec[1] ~= ARGV[1] or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
+if rec[1] ~= tostring(args.token) or rec[2] ~= 'running' or tonumber(rec[3] or '0') < now then
   if rcall('EXISTS', KEYS[1]) == 1 then rcall('HINCRBY', KEYS[1], 'refused', 1) end
   return {0, 0}
 end
-if ARGV[4] ~= '' then rcall('HSET', KEYS[1], 'error', ARGV[4]) end
-if ARGV[5] ~= '' then rcall('HSET', KEYS[1], 'result', ARGV[5]) end
-if ARGV[2] == 'failed' then
+if args.error ~= '' then rcall('HSET', KEYS[1], 'error', args.error) end
+if args.result ~= '' then rcall('HSET', KEYS[1], 'result', args.result) end
+if args.state == 'failed' then
   local failures = rcall('HINCRBY', KEYS[1], 'failures', 1)
-  if failures <= tonumber(ARGV[8]) then
-    local base = math.min(tonumber(ARGV[10]), tonumber(ARGV[9]) * 2 ^ (failures - 1))
-    local retryAt = now + math.floor(base * (0.5 + tonumber(ARGV[11]) / 2))
-    rcall('HSET', KEYS[1], 'state', 'retrying', 'retryAt', retryAt, 'released', 1, 'leaseUntil', 0, 'reason', ARGV[3])
-    holdPlace(KEYS[1], ARGV[7], retryAt + tonumber(ARGV[12]))
-    rcall('ZADD', KEYS[2], retryAt, ARGV[7])
+  if failures <= args.retries then
+    local base = math.min(args.retryBackoffMaxMs, args.retryBackoffMs * 2 ^ (failures - 1))
+    local retryAt = now + math.floor(base * (0.5 + args.jitter / 2))
+    rcall('HSET', KEYS[1], 'state', 'retrying', 'retryAt', retryAt, 'released', 1, 'leaseUntil', 0, 'reason', args.reason)
+    holdPlace(KEYS[1], args.key, retryAt + args.lockMs)
+    rcall('ZADD', KEYS[2], retryAt, args.key)
     return {2, retryAt}
   end
 end
-finalize(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[6]), KEYS[2], ARGV[7])
-if ARGV[2] == 'succeeded' then rcall('HSET', KEYS[3], rcall('HGET', KEYS[1], 'schedule'), now) end
+finalize(KEYS[1], args.state, args.reason, args.retentionMs, KEYS[2], args.key)
+if args.state == 'succeeded' then rcall('HSET', KEYS[3], rcall('HGET', KEYS[1], 'schedule'), now) end
 return {1, 0}

@@ -30,40 +30,38 @@
   KEYS[2] watermarks (HASH)
   KEYS[3] schedules (SET)
   KEYS[4] plan marks (HASH)
-  ARGV[1] run-record key prefix
-  ARGV[2] run-index key prefix
-  ARGV[3] horizonMs
-  ARGV[4] retentionMs
-  ARGV[5] replica
-  ARGV[6] plan mark ('' for none)
-  ARGV[7] catchUpGraceMs
-  ARGV[8..] per schedule a group: schedule, row count n, suspend (0 | 1), startingDeadlineMs (-1: none), catchUp
-    (none | latest | all), maxCatchUpRuns, then n rows of 4 values: dueMs, fireMs, occurrence key, keepFireMs
-    (-1: no occurrence `keep` places later in the offer)
+  ARGV[1] packed:
+    occPrefix        run-record key prefix
+    runsPrefix       run-index key prefix
+    horizonMs        an occurrence older than this is not created
+    retentionMs      how long records live
+    replica          the caller
+    mark             its plan mark ('' for none)
+    catchUpGraceMs   later than this after its fire time, an occurrence is overdue
+    offers           per schedule: {schedule, suspend (boolean), startingDeadlineMs (-1: none), catchUp (none |
+                     latest | all), maxCatchUpRuns, rows}, rows in due-time order, each {dueMs, fireMs,
+                     occurrence key, keepFireMs (-1: no occurrence `keep` places later in the offer)}
   Returns: for each occurrence created scheduled (to enqueue): key, reason ('' on time, the catch-up reason for
     a catch-up run: it goes to the backlog lane), then '|', then for each key created in a final state: key,
     state (missed | skipped), reason.
 ]]
 -- @include "includes/record.lua"
 
-local occPrefix, runsPrefix = ARGV[1], ARGV[2]
-local horizonMs, retentionMs, replica = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local graceMs = tonumber(ARGV[7])
+local args = cmsgpack.unpack(ARGV[1])
+local occPrefix, runsPrefix = args.occPrefix, args.runsPrefix
+local horizonMs, retentionMs, replica = args.horizonMs, args.retentionMs, args.replica
+local graceMs = args.catchUpGraceMs
 local toEnqueue = {}
 local finals = {}
 local latest = {}
-local i = 8
-while i <= #ARGV do
-  local schedule, n, suspend, deadlineMs = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2] == '1', tonumber(ARGV[i + 3])
-  local catchUp, maxCatchUpRuns = ARGV[i + 4], ARGV[i + 5]
+for _, offer in ipairs(args.offers) do
+  local schedule, suspend, deadlineMs = offer.schedule, offer.suspend, offer.startingDeadlineMs
+  local catchUp, maxCatchUpRuns = offer.catchUp, offer.maxCatchUpRuns
   local dropWhy = 'catch-up: superseded by a later overdue occurrence'
   if catchUp == 'none' then dropWhy = 'catch-up: none (overdue when planned)'
   elseif catchUp == 'all' then dropWhy = 'catch-up: more than maxCatchUpRuns (' .. maxCatchUpRuns .. ') overdue' end
-  i = i + 6
-  for r = 1, n do
-    local dueArg, fireArg, key, keepFireMs = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
-    local dueMs, fireMs = tonumber(dueArg), tonumber(fireArg)
-    i = i + 4
+  for _, row in ipairs(offer.rows) do
+    local dueMs, fireMs, key, keepFireMs = row[1], row[2], row[3], row[4]
     local occKey = occPrefix .. key
     if now - dueMs <= horizonMs and rcall('EXISTS', occKey) == 0 then
       local state, reason = 'scheduled', ''
@@ -78,9 +76,9 @@ while i <= #ARGV do
           reason = 'catch-up: run late (catchUp ' .. catchUp .. ')'
         end
       end
-      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueArg, fireArg, 'schedule', state, reason, replica, retentionMs)
+      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', state, reason, replica, retentionMs)
       if state == 'scheduled' then
-        rcall('ZADD', KEYS[1], fireArg, key)
+        rcall('ZADD', KEYS[1], fireMs, key)
         toEnqueue[#toEnqueue + 1] = key; toEnqueue[#toEnqueue + 1] = reason
       else
         finals[#finals + 1] = key; finals[#finals + 1] = state; finals[#finals + 1] = reason
@@ -99,7 +97,7 @@ for schedule, dueMs in pairs(latest) do
     end
   end
 end
-if ARGV[6] ~= '' then rcall('HSET', KEYS[4], replica, ARGV[6]) end
+if args.mark ~= '' then rcall('HSET', KEYS[4], replica, args.mark) end
 toEnqueue[#toEnqueue + 1] = '|'
 for _, v in ipairs(finals) do toEnqueue[#toEnqueue + 1] = v end
 return toEnqueue
