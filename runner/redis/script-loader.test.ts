@@ -197,6 +197,16 @@ describe('the script loader', () => {
     expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 2 keys, got 1');
   });
 
+  it("refuses packed arguments whose fields are not the header's, and a list for a packed script (or the reverse)", () => {
+    const scripts = Scripts.on(redis);
+    const keys = [k.occurrence('x'), k.pending];
+    expect(() => scripts.run('abandon', keys, { state: 'skipped', reason: 'r', retentionMs: 1, key: 'x', minAge: 0 })).toThrow(
+      'script abandon: unknown minAge, missing minAgeMs',
+    );
+    expect(() => scripts.run('abandon', keys, ['skipped', 'r', 1, 'x', -1])).toThrow('script abandon takes its arguments packed: pass an object with state, reason, retentionMs, key, minAgeMs');
+    expect(() => scripts.run('renew', [k.occurrence('x')], { token: 1 })).toThrow('script renew takes positional arguments: pass a list');
+  });
+
   it('resolves includes relative to the including file, each file once', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cronflock-lua-'));
     try {
