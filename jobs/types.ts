@@ -7,6 +7,7 @@
  * SIGTERM) the signal fires and whatever `run` still does is refused at completion by the fencing token.
  */
 import type { z } from 'zod';
+import type { Origin } from '../runner/records/runs.js';
 
 /** Minimal structured logger handed to jobs (a pino child logger satisfies it). */
 export interface JobLogger {
@@ -39,7 +40,7 @@ export interface OccurrenceInfo {
    * (`backfill`, which never skips or replaces: it waits), or the run after `cronflock resume` (`resume`).
    * Given by the engine; absent outside a flock (read as `schedule`).
    */
-  origin?: 'schedule' | 'manual' | 'backfill' | 'resume';
+  origin?: Origin;
 }
 
 /** Argument of {@link JobKind.run}. */

@@ -13,6 +13,7 @@ import { FlockWideCache } from '../admin/flock-wide-cache.js';
 import { explainRedisError } from '../redis/explain.js';
 import { settlesWithin, sleep } from '../time/wait.js';
 import { totalBackfill } from '../records/backfill.js';
+import { scheduleOfKey } from '../schedule/occurrence.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
 import { closeLanes, openLanes, type Lanes } from './enqueue.js';
@@ -202,7 +203,7 @@ export class Replica {
     const touched = new Set([...diff.changed, ...diff.removed]);
     if (touched.size > 0) {
       for (const key of await this.store.redis.zrange(this.keys.pending, 0, -1)) {
-        const name = key.slice(0, key.lastIndexOf('@'));
+        const name = scheduleOfKey(key);
         if (!touched.has(name) || key.includes('~')) continue;
         const s = byName.get(name);
         const dueMs = Date.parse(key.slice(name.length + 1));

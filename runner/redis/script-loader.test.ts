@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FINAL_STATES } from '../records/runs.js';
 import { Keyspace } from './keys.js';
 import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
 import { RedisServerProcess } from './server-process.js';
@@ -185,6 +186,14 @@ describe('the Lua scripts (runner/redis/lua/)', () => {
       await c.before?.();
       expect(await run(name, c.keys, c.argv)).toEqual(c.returns);
     });
+  });
+});
+
+describe('the words the scripts share with the code', () => {
+  it("isFinal (includes/record.lua) knows the final states of runs.ts, and only those", () => {
+    const lua = readFileSync(path.join(LUA_DIR, 'includes/record.lua'), 'utf8');
+    const fn = /local function isFinal\(state\)\n([\s\S]*?)\nend/.exec(lua)![1]!;
+    expect([...fn.matchAll(/state == '(\w+)'/g)].map((m) => m[1]).sort()).toEqual([...FINAL_STATES].sort());
   });
 });
 

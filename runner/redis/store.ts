@@ -3,10 +3,8 @@
  */
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
+import type { FinalState, Origin } from '../records/runs.js';
 import { Scripts } from './script-loader.js';
-
-/** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
-export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
 
 /** Catch-up policy after downtime (see the plan script). */
 export type CatchUpPolicy = 'none' | 'latest' | 'all';
@@ -37,7 +35,7 @@ export interface PlannedOccurrence {
 /** An occurrence the plan script recorded in a final state, on the Redis clock. */
 export interface PlannedFinal {
   key: string;
-  state: 'missed' | 'skipped';
+  state: Extract<FinalState, 'missed' | 'skipped'>;
   reason: string;
 }
 
@@ -207,7 +205,7 @@ export class Store {
     token: number,
     r: {
       /** `skipped`: the job found it must not run (JobSkippedError); final like a success, never retried. */
-      state: 'succeeded' | 'failed' | 'skipped';
+      state: Exclude<FinalState, 'missed'>;
       reason?: string;
       error?: string;
       result?: string;
@@ -275,17 +273,17 @@ export class Store {
    */
   async abandon(
     key: string,
-    state: 'skipped' | 'missed',
+    state: Extract<FinalState, 'skipped' | 'missed'>,
     reason: string,
     retentionMs: number,
     o: { minAgeMs?: number } = {},
-  ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
+  ): Promise<{ outcome: 'recorded'; state: Exclude<FinalState, 'succeeded'> } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
     const [code, recorded] = (await this.scripts.run('abandon', [k.occurrence(key), k.pending], { state, reason, retentionMs, key, minAgeMs: o.minAgeMs ?? -1 })) as [
       number,
       string,
     ];
-    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as 'skipped' | 'missed' | 'failed' };
+    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as Exclude<FinalState, 'succeeded'> };
     return { outcome: Number(code) === 2 ? 'too-early' : 'unchanged' };
   }
 
