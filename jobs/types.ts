@@ -7,6 +7,7 @@
  * SIGTERM) the signal fires and whatever `run` still does is refused at completion by the fencing token.
  */
 import type { z } from 'zod';
+import type { ConcurrencyPolicy } from '../runner/config/schema.js';
 import type { Origin } from '../runner/records/runs.js';
 
 /** Minimal structured logger handed to jobs (a pino child logger satisfies it). */
@@ -68,7 +69,7 @@ export interface JobContext {
 /** See {@link JobContext.schedule}. */
 export interface SchedulePolicies {
   /** Kubernetes CronJob `concurrencyPolicy`, as the engine enforces it across the flock. */
-  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  concurrencyPolicy: ConcurrencyPolicy;
   /** The schedule's `timeout` in ms (the engine aborts the attempt then); null: no limit. */
   timeoutMs: number | null;
 }

@@ -16,6 +16,7 @@
  * replica holding its newest definition is gone.
  */
 import type { RedisClient } from '../redis/connect.js';
+import type { ConcurrencyPolicy, OnResumePolicy } from '../config/schema.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
 import type { EngineSchedule } from './schedule.js';
@@ -26,8 +27,8 @@ export interface PublishedDefinition {
   timeZone: string;
   jitterMs: number;
   startingDeadlineMs: number | null;
-  concurrencyPolicy: EngineSchedule['concurrencyPolicy'];
-  onResume: 'skip' | 'latest';
+  concurrencyPolicy: ConcurrencyPolicy;
+  onResume: OnResumePolicy;
   definitionHash: string;
   replica: string;
   /** Redis time (ms) the publishing replica loaded this definition. */

@@ -21,9 +21,6 @@ export function isCatchUpRun(reason: string | undefined): boolean {
   return reason?.startsWith(CATCH_UP_RUN_REASON) ?? false;
 }
 
-/** Schedule fields the plan script's decision needs. */
-export type DispositionPolicy = PlanPolicy;
-
 /** One occurrence to offer. Times UTC ms. */
 export interface Candidate {
   dueMs: number;
@@ -31,7 +28,7 @@ export interface Candidate {
 }
 
 /** How many of the newest overdue occurrences of one offer run (catchUp none: 0, latest: 1, all: maxCatchUpRuns). */
-export function catchUpKeep(policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatchUpRuns'>): number {
+export function catchUpKeep(policy: Pick<PlanPolicy, 'catchUp' | 'maxCatchUpRuns'>): number {
   return policy.catchUp === 'none' ? 0 : policy.catchUp === 'latest' ? 1 : Math.max(0, policy.maxCatchUpRuns);
 }
 
@@ -41,7 +38,7 @@ export function catchUpKeep(policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatc
  * records an overdue candidate missed exactly when that one is overdue too.
  * @returns one value per candidate, same order.
  */
-export function keepFireTimes(candidates: readonly Candidate[], policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatchUpRuns'>): (number | null)[] {
+export function keepFireTimes(candidates: readonly Candidate[], policy: Pick<PlanPolicy, 'catchUp' | 'maxCatchUpRuns'>): (number | null)[] {
   const keep = catchUpKeep(policy);
   return candidates.map((_, i) => candidates[i + keep]?.fireMs ?? null);
 }

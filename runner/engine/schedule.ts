@@ -1,9 +1,9 @@
 /** What the engine needs of a schedule; the config loader's compiled schedules satisfy it. */
 import type { DueTimes } from '../schedule/cron.js';
-import type { DispositionPolicy } from './dispositions.js';
+import type { PlanPolicy } from '../redis/store.js';
 
 /** A compiled schedule as the planner and the executor use it. Durations in ms. */
-export interface EngineSchedule extends DispositionPolicy {
+export interface EngineSchedule extends PlanPolicy {
   name: string;
   /** Jitter window length; the fire time lies in `[due, due + jitterMs)`. */
   jitterMs: number;

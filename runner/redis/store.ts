@@ -3,20 +3,13 @@
  */
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
+import type { CompiledSchedule } from '../config/load.js';
+import type { CatchUpPolicy, ConcurrencyPolicy } from '../config/schema.js';
 import type { FinalState, Origin } from '../records/runs.js';
 import { Scripts } from './script-loader.js';
 
-/** Catch-up policy after downtime (see the plan script). */
-export type CatchUpPolicy = 'none' | 'latest' | 'all';
-
-/** The schedule fields the plan script decides on (its header states the rules). Durations in ms. */
-export interface PlanPolicy {
-  suspend: boolean;
-  /** null: no starting deadline. */
-  startingDeadlineMs: number | null;
-  catchUp: CatchUpPolicy;
-  maxCatchUpRuns: number;
-}
+/** The schedule fields the plan script decides on (its header states the rules). */
+export type PlanPolicy = Pick<CompiledSchedule, 'suspend' | 'startingDeadlineMs' | 'catchUp' | 'maxCatchUpRuns'>;
 
 /** What the planner offers to {@link Store.plan}. Times are UTC ms. */
 export interface PlannedOccurrence {
@@ -75,7 +68,7 @@ export interface ClaimRequest {
   startingDeadlineMs: number | null;
   earlyToleranceMs: number;
   maxStalls: number;
-  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  concurrencyPolicy: ConcurrencyPolicy;
   /** null: no limit. */
   maxConcurrent: number | null;
 }
@@ -333,7 +326,7 @@ export class Store {
   async enqueueBackfill(o: {
     schedule: string;
     items: readonly { key: string; dueMs: number }[];
-    policy: 'Allow' | 'Forbid' | 'Replace';
+    policy: ConcurrencyPolicy;
     by: string;
     retentionMs: number;
   }): Promise<string[]> {
