@@ -19,7 +19,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { ConcurrencyPolicy, OnResumePolicy } from '../config/schema.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
 export interface PublishedDefinition {
@@ -54,7 +54,7 @@ export class Definitions {
   private publishers = new Set<string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
-  private mine: readonly EngineSchedule[] = [];
+  private mine: readonly CompiledSchedule[] = [];
   /** Whether a replica is a live member; until the first membership view, every publisher counts as live. */
   isLive: (replica: string) => boolean = () => true;
 
@@ -68,13 +68,13 @@ export class Definitions {
    * Publishes this replica's definitions (they win: they are the latest loaded) and withdraws the names it no
    * longer runs (only where its own publication is the current one). Then refreshes the view.
    */
-  async publish(schedules: readonly EngineSchedule[], removed: readonly string[] = []): Promise<void> {
+  async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(schedules, removed);
     this.mine = schedules;
     await this.refresh(true);
   }
 
-  private async publishOnly(schedules: readonly EngineSchedule[], removed: readonly string[]): Promise<void> {
+  private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: string[] = [this.replica];
@@ -89,8 +89,8 @@ export class Definitions {
         jitterMs: s.jitterMs,
         startingDeadlineMs: s.startingDeadlineMs,
         concurrencyPolicy: s.concurrencyPolicy,
-        onResume: s.onResume ?? 'latest',
-        definitionHash: s.definitionHash ?? '',
+        onResume: s.onResume,
+        definitionHash: s.definitionHash,
         replica: this.replica,
       };
       args.push(s.name, JSON.stringify(def));
@@ -140,7 +140,7 @@ export class Definitions {
    * Of schedules whose publisher this replica's membership view (up to a tick old) misses, those whose publisher
    * is not a member in Redis now either: a replica that has just joined and published is not taken for gone.
    */
-  private async stillOrphaned(candidates: readonly EngineSchedule[]): Promise<EngineSchedule[]> {
+  private async stillOrphaned(candidates: readonly CompiledSchedule[]): Promise<CompiledSchedule[]> {
     const publishers = [...new Set(candidates.map((s) => this.winners.get(s.name)!.replica))];
     const live = new Set<string>();
     for (const r of publishers) if (await isLiveMember(this.redis, this.keys, r)) live.add(r);
@@ -157,8 +157,8 @@ export class Definitions {
    * True when this replica's definition of `s` is the published one, or nothing is published for it, or its
    * publisher is no longer live.
    */
-  isCurrent(s: EngineSchedule): boolean {
+  isCurrent(s: CompiledSchedule): boolean {
     const w = this.winners.get(s.name);
-    return w === undefined || s.definitionHash === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
+    return w === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
   }
 }

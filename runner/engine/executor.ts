@@ -28,7 +28,7 @@ import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { sleep } from '../time/wait.js';
 
@@ -75,11 +75,11 @@ export class Executor {
   private workers: Worker<OccurrenceJobData>[] = [];
   private readonly stopping = new AbortController();
   private readonly active = new Map<string, ActiveRun>();
-  private schedules = new Map<string, EngineSchedule>();
+  private schedules = new Map<string, CompiledSchedule>();
   /** Listeners of finished runs (tests, demo). */
   onRun: ((e: RunEvent) => void) | undefined;
   /** Whether this replica's definition of a schedule is the published one (see definitions.ts). */
-  isCurrent: (s: EngineSchedule) => boolean = () => true;
+  isCurrent: (s: CompiledSchedule) => boolean = () => true;
   /** Whether some replica publishes a definition of this schedule name. */
   isPublished: (name: string) => boolean = () => false;
 
@@ -96,7 +96,7 @@ export class Executor {
   }
 
   /** Sets the schedules this replica knows; deliveries of other schedules are recorded skipped. */
-  setSchedules(schedules: readonly EngineSchedule[]): void {
+  setSchedules(schedules: readonly CompiledSchedule[]): void {
     this.schedules = new Map(schedules.map((s) => [s.name, s]));
   }
 
@@ -306,7 +306,7 @@ export class Executor {
   private async run(
     job: Job<OccurrenceJobData>,
     token: string | undefined,
-    sched: EngineSchedule,
+    sched: CompiledSchedule,
     kind: NonNullable<ReturnType<typeof findJobKind>>,
     claim: { token: number; attempt: number; nowMs: number },
     sentMono: number,
@@ -438,7 +438,7 @@ export class Executor {
     token: number,
     r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
     retries: number,
-    sched?: Pick<EngineSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+    sched?: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;

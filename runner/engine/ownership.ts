@@ -12,6 +12,7 @@
  * every schedule it may plan, as if alone, until their digests agree again.
  */
 import { createHash } from 'node:crypto';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** One live member as the heartbeat script returns it. */
 export interface Member {
@@ -23,8 +24,8 @@ export interface Member {
  * Digest of a replica's definitions: sha256 (hex, first 32 chars) over the sorted `name=definitionHash` lines.
  * Equal digests mean the replicas would plan the same occurrences.
  */
-export function definitionsDigest(schedules: readonly { name: string; definitionHash?: string }[]): string {
-  const lines = schedules.map((s) => `${s.name}=${s.definitionHash ?? ''}`).sort();
+export function definitionsDigest(schedules: readonly Pick<CompiledSchedule, 'name' | 'definitionHash'>[]): string {
+  const lines = schedules.map((s) => `${s.name}=${s.definitionHash}`).sort();
   const h = createHash('sha256');
   for (const l of lines) h.update(l).update('\n');
   return h.digest('hex').slice(0, 32);

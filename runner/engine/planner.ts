@@ -41,7 +41,7 @@ import { definitionsDigest, OwnershipView } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** Most candidates one schedule contributes to one tick (a catch-up after a long pause is spread over ticks). */
 const MAX_PER_SCHEDULE_PER_TICK = 5_000;
@@ -50,12 +50,12 @@ const PLAN_CHUNK = 500;
 
 /** Plans occurrences of a set of schedules; one per replica. */
 export class Planner {
-  private readonly heap = new MinHeap<EngineSchedule>();
+  private readonly heap = new MinHeap<CompiledSchedule>();
   private readonly cursors = new Map<string, number>();
   /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
-  private current = new Map<string, EngineSchedule>();
+  private current = new Map<string, CompiledSchedule>();
   /** Whether this replica may plan a schedule (its definition is the published winner); default yes. */
-  mayPlan: (s: EngineSchedule) => boolean = () => true;
+  mayPlan: (s: CompiledSchedule) => boolean = () => true;
   /**
    * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
    * what `mayPlan` answers may have changed.
@@ -98,7 +98,7 @@ export class Planner {
    * Joins the planning membership before the replica publishes its definitions, so that the others see a live
    * publisher (definitions.ts) and do not take its new definitions for a departed replica's.
    */
-  async join(schedules: readonly EngineSchedule[]): Promise<void> {
+  async join(schedules: readonly CompiledSchedule[]): Promise<void> {
     this.digest = definitionsDigest(schedules);
     await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
   }
@@ -107,7 +107,7 @@ export class Planner {
    * Loads watermarks and starts ticking. A schedule with a watermark resumes after it (bounded by the horizon);
    * a schedule never planned starts at the current time, so a new schedule does not catch up on its past.
    */
-  async start(schedules: readonly EngineSchedule[]): Promise<void> {
+  async start(schedules: readonly CompiledSchedule[]): Promise<void> {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
     this.current = new Map(schedules.map((s) => [s.name, s]));
@@ -132,14 +132,14 @@ export class Planner {
    * applies from its next due time after now; an added one starts at now; a removed one is no longer planned.
    * @returns the names added, changed and removed.
    */
-  update(schedules: readonly EngineSchedule[]): { added: string[]; changed: string[]; removed: string[] } {
+  update(schedules: readonly CompiledSchedule[]): { added: string[]; changed: string[]; removed: string[] } {
     const now = this.clock.now();
     const prev = this.current;
-    const next = new Map<string, EngineSchedule>();
+    const next = new Map<string, CompiledSchedule>();
     const diff = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
     for (const s of schedules) {
       const old = prev.get(s.name);
-      if (old && old.definitionHash !== undefined && old.definitionHash === s.definitionHash) {
+      if (old && old.definitionHash === s.definitionHash) {
         next.set(s.name, old);
         continue;
       }
@@ -182,7 +182,7 @@ export class Planner {
    * owner changes to this replica, or when this replica's definition becomes the one to plan again (its newer
    * rival's publisher left): both are re-checked only when the membership or the definitions changed.
    */
-  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: EngineSchedule[] }> {
+  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
     const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
     const before = this.view;
     const view = new OwnershipView(members, this.opts.replica, this.digest);
@@ -190,7 +190,7 @@ export class Planner {
     const membershipChanged = before !== undefined && !before.sameAs(view);
     const liveChanged = this.liveReplicas === undefined || members.length !== this.liveReplicas.size || members.some((m) => !this.liveReplicas!.has(m.replica));
     this.liveReplicas = new Set(members.map((m) => m.replica));
-    const gained: EngineSchedule[] = [];
+    const gained: CompiledSchedule[] = [];
     if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged) {
       const now = new Set<string>();
       for (const s of this.current.values()) if (this.mayPlan(s) && view.owns(s.name)) now.add(s.name);
@@ -226,7 +226,7 @@ export class Planner {
     const { view, gained } = await this.refreshView(definitionsChanged);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
-    const popped: { s: EngineSchedule; next: number }[] = [];
+    const popped: { s: CompiledSchedule; next: number }[] = [];
     const items: PlannedOccurrence[] = [];
     const advanced = new Map<string, number>();
     // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
@@ -366,7 +366,7 @@ export class Planner {
 }
 
 /** Adds the offer of one schedule's candidates (due-time order) to `items`, for the plan script to decide. */
-function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Candidate[]): void {
+function offer(items: PlannedOccurrence[], s: CompiledSchedule, cands: readonly Candidate[]): void {
   const keep = keepFireTimes(cands, s);
   cands.forEach((c, i) => items.push({ schedule: s.name, key: occurrenceKey(s.name, c.dueMs), ...c, keepFireMs: keep[i]!, policy: s }));
 }

@@ -20,7 +20,7 @@ import { closeLanes, openLanes, type Lanes } from './enqueue.js';
 import { Executor, type RunEvent } from './executor.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
@@ -83,7 +83,7 @@ export class Replica {
     /** Any URL form of runner/redis/url.ts: one server, Sentinel or Cluster; `rediss…` with `redisTls`. */
     redisUrl: string;
     redisTls?: RedisTlsFiles;
-    schedules: readonly EngineSchedule[];
+    schedules: readonly CompiledSchedule[];
     options: RunnerOptions;
     log: Logger;
     onRun?: (e: RunEvent) => void;
@@ -195,7 +195,7 @@ export class Replica {
    * removed one stops, and its planned occurrences are recorded skipped (schedule removed). Runs in flight
    * finish. The new definitions are published: being the latest loaded, they win (definitions.ts).
    */
-  async reload(schedules: readonly EngineSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+  async reload(schedules: readonly CompiledSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.update(schedules);
     this.executor.setSchedules(schedules);
     await this.definitions.publish(schedules, diff.removed);
