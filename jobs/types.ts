@@ -44,6 +44,12 @@ export interface OccurrenceInfo {
   origin?: Origin;
 }
 
+/**
+ * The longest result a run record keeps, in characters of its JSON (`JSON.stringify(result).length`, 4 KB): the
+ * executor records a longer result as none at all, so job kinds cut their reports to fit.
+ */
+export const RESULT_LIMIT = 4096;
+
 /** Argument of {@link JobKind.run}. */
 export interface JobContext {
   occurrence: OccurrenceInfo;

@@ -18,7 +18,7 @@ import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
 import type { RedisClient } from '../redis/connect.js';
 import { findJobKind } from '../../jobs/registry.js';
-import { isJobSkipped, type JobContext } from '../../jobs/types.js';
+import { isJobSkipped, RESULT_LIMIT, type JobContext } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
@@ -468,7 +468,7 @@ function errorText(err: unknown): string {
 function safeJson(v: unknown): string | undefined {
   try {
     const s = JSON.stringify(v);
-    return s && s.length <= 4096 ? s : undefined;
+    return s && s.length <= RESULT_LIMIT ? s : undefined;
   } catch {
     return undefined;
   }
