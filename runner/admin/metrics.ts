@@ -8,8 +8,7 @@
  * series (claims wait meanwhile); building the same text takes ~90 ms, cut into slices of a few ms.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
-import type { RunEvent } from '../engine/executor.js';
-import type { PlannedFinal } from '../redis/store.js';
+import type { EngineEvents, PlannedFinalEvent, RunEvent } from '../engine/events.js';
 import type { RedisClock } from '../redis/clock.js';
 import { onRedisCommandError } from '../redis/command-errors.js';
 import type { BackfillCount } from '../records/backfill.js';
@@ -157,6 +156,12 @@ export class Metrics {
     return { contentType: this.registry.contentType, body };
   }
 
+  /** Counts what `events` reports from now on: runs, and occurrences the planner recorded final. */
+  subscribeTo(events: EngineEvents): void {
+    events.on('run', (e) => this.onRun(e));
+    events.on('plannedFinal', (e) => this.onPlannedFinal(e));
+  }
+
   /** Feeds a run event of the executor. */
   onRun(e: RunEvent): void {
     switch (e.state) {
@@ -182,7 +187,7 @@ export class Metrics {
   }
 
   /** Feeds an occurrence the planner recorded missed or skipped. */
-  onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
+  onPlannedFinal(o: PlannedFinalEvent): void {
     this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
   }
 }

@@ -19,6 +19,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { ConcurrencyPolicy, OnResumePolicy } from '../config/schema.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
+import type { LiveReplicas } from './ownership.js';
 import type { CompiledSchedule } from '../config/load.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
@@ -55,14 +56,17 @@ export class Definitions {
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine: readonly CompiledSchedule[] = [];
-  /** Whether a replica is a live member; until the first membership view, every publisher counts as live. */
-  isLive: (replica: string) => boolean = () => true;
-
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly replica: string,
+    /** Who is a live member (the planner's membership view; every publisher counts as live before the first). */
+    private readonly live: Pick<LiveReplicas, 'has'>,
   ) {}
+
+  private isLive(replica: string): boolean {
+    return this.live.has(replica);
+  }
 
   /**
    * Publishes this replica's definitions (they win: they are the latest loaded) and withdraws the names it no

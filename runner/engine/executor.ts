@@ -23,44 +23,23 @@ import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
 import type { RedisClock } from '../redis/clock.js';
-import type { Origin } from '../records/runs.js';
 import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
+import type { EngineEvents, RunEvent } from './events.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
 import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { sleep } from '../time/wait.js';
 
-/** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
-export interface RunEvent {
-  schedule: string;
-  key: string;
-  state:
-    | 'started'
-    | 'succeeded'
-    | 'failed'
-    | 'retrying'
-    | 'lost'
-    | 'handover'
-    | 'skipped'
-    | 'missed'
-    | 'paused'
-    | 'final'
-    | 'stale'
-    | 'stalled-out';
-  replica: string;
-  /** Where the occurrence comes from (the planner, trigger, backfill, resume). */
-  origin?: Origin;
-  attempt?: number;
-  fencingToken?: number;
-  dueMs: number;
-  fireMs: number;
-  startMs?: number;
-  endMs?: number;
-  error?: string;
-  /** For a lost claim: whether its late completion was refused. */
-  recorded?: boolean;
+/** What the executor needs from the rest of the replica, given at construction. */
+export interface ExecutorRequirements {
+  /** Where runs are reported (`run`). */
+  events: EngineEvents;
+  /** Whether this replica's definition of a schedule is the published one (see definitions.ts); default: yes. */
+  isCurrent?: (s: CompiledSchedule) => boolean;
+  /** Whether some live replica publishes a definition of this schedule name; default: none does. */
+  isPublished?: (name: string) => boolean;
 }
 
 interface ActiveRun {
@@ -76,12 +55,9 @@ export class Executor {
   private readonly stopping = new AbortController();
   private readonly active = new Map<string, ActiveRun>();
   private schedules = new Map<string, CompiledSchedule>();
-  /** Listeners of finished runs (tests, demo). */
-  onRun: ((e: RunEvent) => void) | undefined;
-  /** Whether this replica's definition of a schedule is the published one (see definitions.ts). */
-  isCurrent: (s: CompiledSchedule) => boolean = () => true;
-  /** Whether some replica publishes a definition of this schedule name. */
-  isPublished: (name: string) => boolean = () => false;
+  private readonly isCurrent: (s: CompiledSchedule) => boolean;
+  private readonly isPublished: (name: string) => boolean;
+  private readonly events: EngineEvents;
 
   constructor(
     private readonly store: Store,
@@ -90,7 +66,11 @@ export class Executor {
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
+    needs: ExecutorRequirements,
   ) {
+    this.events = needs.events;
+    this.isCurrent = needs.isCurrent ?? (() => true);
+    this.isPublished = needs.isPublished ?? (() => false);
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
     setMaxListeners(0, this.stopping.signal);
   }
@@ -166,11 +146,7 @@ export class Executor {
   }
 
   private emit(e: RunEvent): void {
-    try {
-      this.onRun?.(e);
-    } catch {
-      /* a listener's bug must not affect runs */
-    }
+    this.events.report('run', e);
   }
 
   /** The worker of the lane (queue) a job came from: BullMQ moves a job only through its own queue's keys. */

@@ -91,3 +91,28 @@ export class OwnershipView {
     return this.sharing.length === other.sharing.length && this.sharing.every((r, i) => r === other.sharing[i]);
   }
 }
+
+/**
+ * The live replicas of the latest membership view (the planner's heartbeat), for whoever needs to know whether a
+ * replica is alive: a published definition counts while its publisher is live (definitions.ts). Before the
+ * first view, every replica counts as live.
+ */
+export class LiveReplicas {
+  private names: ReadonlySet<string> | undefined;
+
+  /** Whether `replica` was a live member at the latest view (true before the first view). */
+  has(replica: string): boolean {
+    return this.names?.has(replica) ?? true;
+  }
+
+  /**
+   * Takes the members of a new view.
+   * @returns whether the set of live replicas changed (true for the first view).
+   */
+  update(members: readonly string[]): boolean {
+    const before = this.names;
+    const changed = before === undefined || members.length !== before.size || members.some((m) => !before.has(m));
+    this.names = new Set(members);
+    return changed;
+  }
+}

@@ -33,11 +33,12 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
-import type { PlannedFinal, PlannedOccurrence, Store } from '../redis/store.js';
+import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
 import { MinHeap } from './heap.js';
-import { definitionsDigest, OwnershipView } from './ownership.js';
+import type { EngineEvents } from './events.js';
+import { definitionsDigest, OwnershipView, type LiveReplicas } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
@@ -48,21 +49,27 @@ const MAX_PER_SCHEDULE_PER_TICK = 5_000;
 /** Occurrences per plan script call. */
 const PLAN_CHUNK = 500;
 
+/** What the planner needs from the rest of the replica, given at construction. */
+export interface PlannerRequirements {
+  /** Where occurrences recorded final as they were planned are reported (`plannedFinal`). */
+  events: EngineEvents;
+  /** The membership view the planner keeps up to date at every heartbeat, for the others to read. */
+  live: LiveReplicas;
+  /** Whether this replica may plan a schedule (its definition is the published winner); default: yes. */
+  mayPlan?: (s: CompiledSchedule) => boolean;
+  /**
+   * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
+   * what `mayPlan` answers may have changed.
+   */
+  beforeTick?: () => Promise<boolean | void>;
+}
+
 /** Plans occurrences of a set of schedules; one per replica. */
 export class Planner {
   private readonly heap = new MinHeap<CompiledSchedule>();
   private readonly cursors = new Map<string, number>();
   /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
   private current = new Map<string, CompiledSchedule>();
-  /** Whether this replica may plan a schedule (its definition is the published winner); default yes. */
-  mayPlan: (s: CompiledSchedule) => boolean = () => true;
-  /**
-   * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
-   * what `mayPlan` answers may have changed.
-   */
-  beforeTick: (() => Promise<boolean | void>) | undefined;
-  /** The live replicas of the latest membership view (undefined before the first heartbeat). */
-  liveReplicas: ReadonlySet<string> | undefined;
   /** Names this replica offered as of the latest check (mayPlan and owned); undefined before the first one. */
   private plannable: Set<string> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -82,8 +89,7 @@ export class Planner {
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Monotonic time (performance.now(), ms) of the last tick that completed; readiness checks it. */
   lastTickOkAt = 0;
-  /** Called with each occurrence this replica recorded missed or skipped when planning (metrics). */
-  onFinal: ((o: PlannedFinal & { schedule: string }) => void) | undefined;
+  private readonly mayPlan: (s: CompiledSchedule) => boolean;
 
   constructor(
     private readonly store: Store,
@@ -92,7 +98,10 @@ export class Planner {
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
-  ) {}
+    private readonly needs: PlannerRequirements,
+  ) {
+    this.mayPlan = needs.mayPlan ?? (() => true);
+  }
 
   /**
    * Joins the planning membership before the replica publishes its definitions, so that the others see a live
@@ -188,8 +197,7 @@ export class Planner {
     const view = new OwnershipView(members, this.opts.replica, this.digest);
     this.view = view;
     const membershipChanged = before !== undefined && !before.sameAs(view);
-    const liveChanged = this.liveReplicas === undefined || members.length !== this.liveReplicas.size || members.some((m) => !this.liveReplicas!.has(m.replica));
-    this.liveReplicas = new Set(members.map((m) => m.replica));
+    const liveChanged = this.needs.live.update(members.map((m) => m.replica));
     const gained: CompiledSchedule[] = [];
     if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged) {
       const now = new Set<string>();
@@ -222,7 +230,7 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
-    const definitionsChanged = (await this.beforeTick?.()) === true;
+    const definitionsChanged = (await this.needs.beforeTick?.()) === true;
     const { view, gained } = await this.refreshView(definitionsChanged);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
@@ -323,7 +331,7 @@ export class Planner {
       created += toEnqueue.length + finals.length;
       const byKey = new Map(chunk.map((c) => [c.key, c]));
       this.counters.finals += finals.length;
-      for (const f of finals) this.onFinal?.({ ...f, schedule: byKey.get(f.key)!.schedule });
+      for (const f of finals) this.needs.events.report('plannedFinal', { ...f, schedule: byKey.get(f.key)!.schedule });
       if (toEnqueue.length > 0) {
         await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
       }

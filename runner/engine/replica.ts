@@ -17,7 +17,9 @@ import { scheduleOfKey } from '../schedule/occurrence.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
 import { closeLanes, openLanes, type Lanes } from './enqueue.js';
-import { Executor, type RunEvent } from './executor.js';
+import { EngineEvents } from './events.js';
+import { Executor } from './executor.js';
+import { LiveReplicas } from './ownership.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
 import type { CompiledSchedule } from '../config/load.js';
@@ -48,30 +50,67 @@ export class Replica {
   private syncing: Promise<void> | undefined;
   /** Whether the host clock was within MAX_HOST_SKEW_MS of the Redis clock at the last look (logged on change). */
   private hostClockInBounds = true;
-  /** Prometheus metrics of this replica. */
-  metrics!: Metrics;
-  /** The admin server, when started. */
-  admin: AdminServer | undefined;
-  /** The published definitions, as last read. */
-  definitions!: Definitions;
   private stopping: Promise<void> | undefined;
-  /** The flock-wide values the admin server serves, and the loop that reads them. */
-  private cache!: FlockWideCache;
   /** Names of the schedules this replica runs (what the flock-wide cache reports). */
-  private names: ReadonlySet<string> = new Set();
+  private names: ReadonlySet<string>;
+  readonly opts: RunnerOptions;
+  readonly keys: Keyspace;
+  readonly store: Store;
+  readonly clock: RedisClock;
+  readonly planner: Planner;
+  readonly executor: Executor;
+  readonly admission: BackfillAdmission;
+  /** The published definitions, as last read. */
+  readonly definitions: Definitions;
+  /** What this replica reports as it plans and runs (engine/events.ts). */
+  readonly events: EngineEvents;
+  /** Prometheus metrics of this replica. */
+  readonly metrics: Metrics;
+  /** The admin server, when started. */
+  readonly admin: AdminServer | undefined;
+  /** The flock-wide values the admin server serves, and the loop that reads them. */
+  private readonly cache: FlockWideCache;
+  private readonly lanes: Lanes;
+  private readonly conns: RedisClient[];
+  private readonly log: Logger;
 
-  private constructor(
-    readonly opts: RunnerOptions,
-    readonly keys: Keyspace,
-    readonly store: Store,
-    readonly clock: RedisClock,
-    readonly planner: Planner,
-    readonly executor: Executor,
-    readonly admission: BackfillAdmission,
-    private readonly lanes: Lanes,
-    private readonly conns: RedisClient[],
-    private readonly log: Logger,
-  ) {}
+  private constructor(parts: {
+    opts: RunnerOptions;
+    keys: Keyspace;
+    store: Store;
+    clock: RedisClock;
+    planner: Planner;
+    executor: Executor;
+    admission: BackfillAdmission;
+    definitions: Definitions;
+    events: EngineEvents;
+    metrics: Metrics;
+    admin: AdminServer | undefined;
+    cache: FlockWideCache;
+    names: ReadonlySet<string>;
+    lanes: Lanes;
+    conns: RedisClient[];
+    log: Logger;
+  }) {
+    ({
+      opts: this.opts,
+      keys: this.keys,
+      store: this.store,
+      clock: this.clock,
+      planner: this.planner,
+      executor: this.executor,
+      admission: this.admission,
+      definitions: this.definitions,
+      events: this.events,
+      metrics: this.metrics,
+      admin: this.admin,
+      cache: this.cache,
+      names: this.names,
+      lanes: this.lanes,
+      conns: this.conns,
+      log: this.log,
+    } = parts);
+  }
 
   /**
    * Starts the admin server (at once: `/healthz` answers while Redis is unreachable), connects, synchronises
@@ -86,7 +125,8 @@ export class Replica {
     schedules: readonly CompiledSchedule[];
     options: RunnerOptions;
     log: Logger;
-    onRun?: (e: RunEvent) => void;
+    /** Where the replica reports runs (subscribe before it starts to miss none); default: a new one. */
+    events?: EngineEvents;
     /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
     admin?: { host: string; port: number } | null;
     /** Aborting stops a start that is still waiting for Redis. */
@@ -102,6 +142,8 @@ export class Replica {
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
     const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica });
+    const events = p.events ?? new EngineEvents();
+    metrics.subscribeTo(events);
     cache.onPass = (values) => metrics.setLastSuccess(values);
     cache.onBackfill = (counts) => metrics.setBackfill(counts);
     const connectionErrors: string[] = [];
@@ -142,32 +184,46 @@ export class Replica {
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       const store = new Store(cmd, keys);
-      const planner = new Planner(store, lanes, keys, clock, o, log);
-      const executor = new Executor(store, keys, wrk, clock, o, log);
+      // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
+      const live = new LiveReplicas();
+      const definitions = new Definitions(cmd, keys, o.replica, live);
+      const planner = new Planner(store, lanes, keys, clock, o, log, {
+        events,
+        live,
+        mayPlan: (s) => definitions.isCurrent(s),
+        beforeTick: () => definitions.refresh(),
+      });
+      const executor = new Executor(store, keys, wrk, clock, o, log, {
+        events,
+        isCurrent: (s) => definitions.isCurrent(s),
+        isPublished: (name) => definitions.has(name),
+      });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
-      executor.onRun = (e) => {
-        metrics.onRun(e);
-        // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+      // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+      events.on('run', (e) => {
         if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
-        p.onRun?.(e);
-      };
-      planner.onFinal = (x) => metrics.onPlannedFinal(x);
+      });
       executor.setSchedules(p.schedules);
-      const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
-      replica.metrics = metrics;
-      replica.admin = admin;
-      replica.cache = cache;
-      replica.names = names;
-      const definitions = new Definitions(cmd, keys, o.replica);
+      const replica = (built = new Replica({
+        opts: o,
+        keys,
+        store,
+        clock,
+        planner,
+        executor,
+        admission,
+        definitions,
+        events,
+        metrics,
+        admin,
+        cache,
+        names,
+        lanes,
+        conns: [cmd, wrk],
+        log,
+      }));
       await planner.join(p.schedules);
       await definitions.publish(p.schedules);
-      replica.definitions = definitions;
-      planner.mayPlan = (s) => definitions.isCurrent(s);
-      planner.beforeTick = () => definitions.refresh();
-      // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
-      definitions.isLive = (name) => planner.liveReplicas?.has(name) ?? true;
-      executor.isCurrent = (s) => definitions.isCurrent(s);
-      executor.isPublished = (name) => definitions.has(name);
       if (p.signal?.aborted) throw new ReplicaStartAborted();
       executor.start();
       await planner.start(p.schedules);
