@@ -10,12 +10,16 @@
  *   143 (SIGTERM).
  * - A private redis-server never outlives the process: it is stopped on every exit path, and its watchdog
  *   stops it after a SIGKILL (server-process.ts).
+ *
+ * Started with an IPC channel (a supervisor such as the demo, runner/demo/flock.ts), the replica also sends its
+ * run events ({@link RunMessage}) to the parent, and stops when the parent goes away.
  */
 import { Option, type Command } from 'commander';
 import { basename, dirname } from 'node:path';
 import { statSync, watch } from 'node:fs';
 import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { EngineEvents, type RunEvent } from '../engine/events.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
 import { createLogger } from '../log.js';
@@ -25,6 +29,12 @@ import { settlesWithin } from '../time/wait.js';
 import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
 import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
+
+/** What a replica started with an IPC channel sends its parent for each run event (engine/events.ts). */
+export interface RunMessage {
+  type: 'cronflock:run';
+  event: RunEvent;
+}
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 25_000;
@@ -159,6 +169,13 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
     log.warn({ refused: res.files.filter((f) => !f.ok).map((f) => f.file) }, 'refused files are ignored; valid files run');
   }
 
+  const events = new EngineEvents();
+  // A supervisor with an IPC channel (the demo) follows the runs; a closed channel is not this replica's problem.
+  if (process.send) {
+    const send = process.send.bind(process);
+    events.on('run', (event) => void send({ type: 'cronflock:run', event } satisfies RunMessage, undefined, undefined, () => undefined));
+  }
+
   // From here on a stop request is honoured at every point: what has been started stops, in reverse order.
   const aborted = new AbortController();
   let target: RedisTarget | undefined;
@@ -171,7 +188,7 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
       { redis: redactRedisUrl(target.url), schedules: res.schedules.length, names: res.schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${res.schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, signal: aborted.signal });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules: res.schedules, options, log, admin, events, signal: aborted.signal });
   })();
 
   let stopping: Promise<void> | undefined;
