@@ -26,7 +26,8 @@ import { addRestoreCommand } from './restore-command.js';
 import { OptionsError } from '../engine/options.js';
 import { CliError } from './redis-target.js';
 import { addRunsCommand } from './runs-command.js';
-import { addStartCommand, flagNames, reportLoad } from './start-command.js';
+import { addStartCommand, reportLoad } from './start-command.js';
+import { flagNames } from './start-options.js';
 import { addStatusCommand } from './status-command.js';
 import { iso, table } from './text.js';
 

@@ -18,7 +18,7 @@ import { Option, type Command } from 'commander';
 import { basename, dirname } from 'node:path';
 import { statSync, watch } from 'node:fs';
 import { loadSchedules, type LoadResult } from '../config/load.js';
-import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { EngineEvents, type RunEvent } from '../engine/events.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
@@ -26,7 +26,7 @@ import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
 import { settlesWithin } from '../time/wait.js';
-import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
+import { flagNames, flagOption, optionsFromFlags, START_FLAGS } from './start-options.js';
 import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
 
@@ -38,29 +38,6 @@ export interface RunMessage {
 
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 25_000;
-
-/** Option names as users type them: `lockMs` → `--lock`. */
-const FLAGS: Record<string, string> = {
-  lockMs: '--lock',
-  stalledIntervalMs: '--stalled-interval',
-  shutdownGraceMs: '--grace',
-  horizonMs: '--horizon',
-  retentionMs: '--retention',
-  lookaheadMs: '--lookahead',
-  tickMs: '--tick',
-  maxStalls: '--max-stalls',
-  concurrency: '--concurrency',
-  backlogConcurrency: '--backlog-concurrency',
-  backfillConcurrency: '--backfill-concurrency',
-  prefetchMs: 'prefetch',
-  replica: '--replica',
-  namespace: '--namespace',
-};
-
-/** Replaces option names in a message with the flags users type. */
-export function flagNames(message: string): string {
-  return message.replace(new RegExp(`\\b(${Object.keys(FLAGS).join('|')})\\b`, 'g'), (m) => FLAGS[m] ?? m);
-}
 
 const d = (ms: number): string => formatDurationMs(ms);
 
@@ -105,49 +82,14 @@ export function addStartCommand(program: Command): void {
     .description('run one replica of the flock on the schedules at <path>')
     .argument('<path>', 'schedule file or directory');
   addRedisOptions(c, 'Redis URL (without it and REDIS_URL: a private redis-server for this replica only)');
-  c.addOption(new Option('--replica <name>', 'name of this replica (default: host-pid-random)').env('CRONFLOCK_REPLICA'))
-    .addOption(new Option('--lock <duration>', `claim lease; failover takes about lock + lock/2 (default ${d(DEFAULT_OPTIONS.lockMs)})`).argParser(durationArg))
-    .addOption(new Option('--stalled-interval <duration>', 'stall check period (default: lock/2)').argParser(durationArg))
-    .addOption(new Option('--grace <duration>', `on SIGTERM, time for running runs to finish before hand-over (default ${d(DEFAULT_OPTIONS.shutdownGraceMs)})`).argParser(durationArg))
-    .addOption(new Option('--horizon <duration>', `how far back occurrences are accounted for (default ${d(DEFAULT_OPTIONS.horizonMs)})`).argParser(durationArg))
-    .addOption(new Option('--retention <duration>', `how long run records are kept (default ${d(DEFAULT_OPTIONS.retentionMs)})`).argParser(durationArg))
-    .addOption(new Option('--lookahead <duration>', `how far ahead occurrences are planned (default ${d(DEFAULT_OPTIONS.lookaheadMs)})`).argParser(durationArg))
-    .addOption(new Option('--tick <duration>', `planner period (default ${d(DEFAULT_OPTIONS.tickMs)})`).argParser(durationArg))
-    .addOption(new Option('--max-stalls <n>', `re-claims after stalls before an occurrence fails (default ${DEFAULT_OPTIONS.maxStalls})`).argParser(nonNegativeIntArg))
-    .addOption(new Option('--concurrency <n>', `live occurrences held at once by this replica (default ${DEFAULT_OPTIONS.concurrency})`).argParser(positiveIntArg))
-    .addOption(
-      new Option(
-        '--backlog-concurrency <n>',
-        `runs of triggers, resume runs, catch-up runs and backfill held at once by this replica (default ${DEFAULT_OPTIONS.backlogConcurrency})`,
-      ).argParser(positiveIntArg),
-    )
-    .addOption(
-      new Option('--backfill-concurrency <n>', `backfill occurrences running at once across the whole flock (default ${DEFAULT_OPTIONS.backfillConcurrency})`).argParser(
-        positiveIntArg,
-      ),
-    )
-    .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
+  for (const f of START_FLAGS) c.addOption(flagOption(f));
+  c.option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
     .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
     .action(start);
 }
 
 async function start(path: string, o: Record<string, unknown> & RedisFlags): Promise<void> {
-  const user: Partial<RunnerOptions> = { namespace: o.namespace };
-  if (o.replica) user.replica = o.replica as string;
-  const map: [string, keyof RunnerOptions][] = [
-    ['lock', 'lockMs'],
-    ['stalledInterval', 'stalledIntervalMs'],
-    ['grace', 'shutdownGraceMs'],
-    ['horizon', 'horizonMs'],
-    ['retention', 'retentionMs'],
-    ['lookahead', 'lookaheadMs'],
-    ['tick', 'tickMs'],
-    ['maxStalls', 'maxStalls'],
-    ['concurrency', 'concurrency'],
-    ['backlogConcurrency', 'backlogConcurrency'],
-    ['backfillConcurrency', 'backfillConcurrency'],
-  ];
-  for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
+  const user: Partial<RunnerOptions> = { namespace: o.namespace, ...optionsFromFlags(o) };
   let options: RunnerOptions;
   try {
     options = compileOptions(user);
