@@ -1,6 +1,6 @@
 /**
- * `cronflock start <path>`: one replica of the flock, with reload on file changes and SIGHUP, and a shutdown
- * that ends whatever Redis does:
+ * `cronflock start <path>`: one replica of the flock, with reload on file changes and SIGHUP (engine/reload.ts),
+ * and a shutdown that ends whatever Redis does:
  *
  * - SIGINT or SIGTERM (or, for a replica started with an IPC channel, its parent going away): no new claims;
  *   running runs get `--grace`, then are handed over; the connections close; a private redis-server stops
@@ -15,11 +15,10 @@
  * run events ({@link RunMessage}) to the parent, and stops when the parent goes away.
  */
 import { Option, type Command } from 'commander';
-import { basename, dirname } from 'node:path';
-import { statSync, watch } from 'node:fs';
 import { loadSchedules, type LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { EngineEvents, type RunEvent } from '../engine/events.js';
+import { ScheduleReloader } from '../engine/reload.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
 import { createLogger } from '../log.js';
@@ -46,33 +45,6 @@ export function reportLoad(res: LoadResult, verbose: boolean): number {
   for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
   if (verbose) for (const f of res.files) process.stdout.write(`${f.ok ? 'ok     ' : 'REFUSED'} ${f.file} (${f.scheduleCount} schedules)\n`);
   return res.files.filter((f) => !f.ok).length + (res.files.length === 0 ? 1 : 0);
-}
-
-/**
- * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
- * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
- * seen.
- */
-function watchSchedules(path: string, onChange: () => void): void {
-  let dir = path;
-  let only: string | undefined;
-  try {
-    if (!statSync(path).isDirectory()) {
-      dir = dirname(path);
-      only = basename(path);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    watch(dir, (_event, file) => {
-      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
-      // beside them must not make every replica re-read and re-publish thousands of schedules.
-      const name = file === null ? undefined : String(file);
-      if (name !== undefined && !name.startsWith('..') && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(onChange, 300);
-    }).unref();
-  } catch {
-    /* a path that cannot be watched still reloads on SIGHUP */
-  }
 }
 
 /** Adds `start` to the program. */
@@ -176,31 +148,8 @@ async function start(path: string, o: Record<string, unknown> & RedisFlags): Pro
   const running = replica;
   log.info('replica running');
 
-  // Reloads run one at a time. A file refused on reload keeps its previous (running) version: bad input
-  // never stops what works; the errors are logged with their positions.
-  let current = res.schedules;
-  let reloading: Promise<void> = Promise.resolve();
-  const reload = (why: string): Promise<void> =>
-    (reloading = reloading
-      .then(async () => {
-        const next = await loadSchedules(path);
-        for (const e of next.errors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, `reload refused: ${e.reason}`);
-        const refused = next.files.filter((f) => !f.ok).map((f) => f.file);
-        const refusedSet = new Set(refused);
-        const names = new Set(next.schedules.map((s) => s.name));
-        const kept = current.filter((s) => refusedSet.has(s.source.file) && !names.has(s.name));
-        const schedules = [...next.schedules, ...kept];
-        if (schedules.length === 0) {
-          log.error({ why }, 'reload found no valid schedules; keeping the running ones');
-          return;
-        }
-        current = schedules;
-        const diff = await running.reload(schedules); // logs 'schedules reloaded' when something changed
-        const changed = diff.added.length + diff.changed.length + diff.removed.length > 0;
-        if (refused.length > 0) log.warn({ why, refused }, `reload: ${refused.length} file(s) refused; their running versions go on`);
-        else if (!changed) log.info({ why }, 'schedule files re-read; nothing changed');
-      })
-      .catch((err: Error) => log.error({ why, err: err.message }, 'reload failed; keeping the running schedules')));
-  if (o.watch !== false) watchSchedules(path, () => void reload('file changed'));
-  process.on('SIGHUP', () => void reload('SIGHUP'));
+  // Reloads (engine/reload.ts): on file changes unless --no-watch, and on SIGHUP.
+  const reloader = new ScheduleReloader(running, path, res.schedules, log);
+  if (o.watch !== false) reloader.watch();
+  process.on('SIGHUP', () => void reloader.reload('SIGHUP'));
 }
