@@ -6,7 +6,8 @@
  * Reporting never affects the engine: a listener that throws is isolated from the others and from the run.
  */
 import { EventEmitter } from 'node:events';
-import type { FinalState, Origin, RunState } from '../records/runs.js';
+import type { Origin, RunState } from '../records/runs.js';
+import type { PlannedFinal } from '../redis/store.js';
 
 /**
  * One delivery's progress or end, from the replica that handled it: `started` (a claim was taken and the job
@@ -35,12 +36,7 @@ export interface RunEvent {
 }
 
 /** An occurrence the planner recorded missed or skipped as it planned it (decided on the Redis clock). */
-export interface PlannedFinalEvent {
-  schedule: string;
-  key: string;
-  state: Extract<FinalState, 'missed' | 'skipped'>;
-  reason: string;
-}
+export type PlannedFinalEvent = PlannedFinal & { schedule: string };
 
 /** The events, by name, with their arguments. */
 export interface EngineEventMap {

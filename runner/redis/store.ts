@@ -4,7 +4,7 @@
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
 import type { CompiledSchedule } from '../config/load.js';
-import type { CatchUpPolicy, ConcurrencyPolicy } from '../config/schema.js';
+import type { ConcurrencyPolicy } from '../config/schema.js';
 import type { FinalState, Origin } from '../records/runs.js';
 import { Scripts } from './script-loader.js';
 
@@ -104,7 +104,8 @@ export class Store {
   ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const offers: { schedule: string; suspend: boolean; startingDeadlineMs: number; catchUp: CatchUpPolicy; maxCatchUpRuns: number; rows: [number, number, string, number][] }[] = [];
+    // One offer per run of items of one schedule (plan.lua's header): rows of [dueMs, fireMs, key, keepFireMs].
+    const offers: (Omit<PlanPolicy, 'startingDeadlineMs'> & { schedule: string; startingDeadlineMs: number; rows: [number, number, string, number][] })[] = [];
     for (let i = 0; i < items.length; ) {
       const { schedule, policy: p } = items[i]!;
       let j = i;
