@@ -5,6 +5,7 @@
  * logged; it does not change the run's outcome.
  */
 import { createHmac } from 'node:crypto';
+import { sleep } from '../../runner/time/wait.js';
 import type { JobContext } from '../types.js';
 import type { CleanupReport } from './report.js';
 import type { CleanupParams } from './schema.js';
@@ -37,7 +38,7 @@ export function signBody(secret: string, body: string): string {
 async function post(url: string, body: string, headers: Record<string, string>, retries: number, signal: AbortSignal): Promise<void> {
   let last = '';
   for (let attempt = 0; attempt <= retries; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 250 * 2 ** (attempt - 1)));
+    if (attempt > 0) await sleep(250 * 2 ** (attempt - 1));
     signal.throwIfAborted();
     try {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });

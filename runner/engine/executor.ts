@@ -122,12 +122,12 @@ export class Executor {
     this.stopping.abort(); // jobs still waiting for their fire time go back at once
     // Monotonic: a step of the host clock must not cut the grace short or stretch it.
     const deadline = performance.now() + graceMs;
-    while (this.active.size > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (this.active.size > 0 && performance.now() < deadline) await sleep(50);
     for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
     // Wait for the hand-overs (release + job back in wait), not for job code that ignores its signal: that
     // code is fenced, and the process must be able to exit.
     const handoverDeadline = performance.now() + 5_000;
-    while (this.active.size > 0 && performance.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
+    while (this.active.size > 0 && performance.now() < handoverDeadline) await sleep(20);
     await closing;
   }
 
