@@ -9,6 +9,7 @@
  *   idle        --schedules 1000000 --due 10                                  RSS/CPU with many registered schedules
  *   api         --schedules 10000 --requests 300                              the dashboard's GET /api/v1/schedules latency
  *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
+ *   script-args --claims 20000 --plans 200                                    claim/plan script cost, argument forms
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
@@ -20,6 +21,7 @@ import { failover } from './scenarios/failover.js';
 import { health } from './scenarios/health.js';
 import { idle } from './scenarios/idle.js';
 import { api } from './scenarios/api.js';
+import { scriptArgs } from './scenarios/script-args.js';
 import { throughput } from './scenarios/throughput.js';
 import { soakMain } from './soak/main.js';
 
@@ -32,6 +34,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   idle: () => idle(flags),
   api: () => api(flags),
   health: () => health(flags),
+  'script-args': () => scriptArgs(flags),
   soak: () => soakMain(process.argv.slice(3)),
 };
 if (!scenarios[scenario]) {

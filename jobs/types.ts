@@ -7,6 +7,8 @@
  * SIGTERM) the signal fires and whatever `run` still does is refused at completion by the fencing token.
  */
 import type { z } from 'zod';
+import type { ConcurrencyPolicy } from '../runner/config/schema.js';
+import type { Origin } from '../runner/records/runs.js';
 
 /** Minimal structured logger handed to jobs (a pino child logger satisfies it). */
 export interface JobLogger {
@@ -39,8 +41,14 @@ export interface OccurrenceInfo {
    * (`backfill`, which never skips or replaces: it waits), or the run after `cronflock resume` (`resume`).
    * Given by the engine; absent outside a flock (read as `schedule`).
    */
-  origin?: 'schedule' | 'manual' | 'backfill' | 'resume';
+  origin?: Origin;
 }
+
+/**
+ * The longest result a run record keeps, in characters of its JSON (`JSON.stringify(result).length`, 4 KB): the
+ * executor records a longer result as none at all, so job kinds cut their reports to fit.
+ */
+export const RESULT_LIMIT = 4096;
 
 /** Argument of {@link JobKind.run}. */
 export interface JobContext {
@@ -87,7 +95,7 @@ export interface TraceContext {
 /** See {@link JobContext.schedule}. */
 export interface SchedulePolicies {
   /** Kubernetes CronJob `concurrencyPolicy`, as the engine enforces it across the flock. */
-  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  concurrencyPolicy: ConcurrencyPolicy;
   /** The schedule's `timeout` in ms (the engine aborts the attempt then); null: no limit. */
   timeoutMs: number | null;
 }

@@ -22,6 +22,7 @@ import { assertUsableKubeConfig, type LoadedKubeConfig } from './config.js';
 import { Discovery, type DiscoveryOptions } from './discovery.js';
 import { errorFromResponse, K8sError } from './errors.js';
 import { TokenBucket } from './ratelimit.js';
+import { sleep } from '../runner/time/wait.js';
 
 /** Options of {@link createKubeClient}. */
 export interface KubeClientOptions {
@@ -164,7 +165,8 @@ export class KubeClient {
         waitMs,
         ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
       });
-      await sleep(waitMs, req.signal, line);
+      await sleep(waitMs, req.signal);
+      if (req.signal?.aborted) throw new K8sError({ code: 'ABORTED', message: `${line}: aborted`, request: line, cause: req.signal.reason });
     }
   }
 
@@ -230,20 +232,3 @@ function parseBody<T>(res: { text: string; headers: Record<string, string> }, li
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined, line: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new K8sError({ code: 'ABORTED', message: `${line}: aborted`, request: line, cause: signal.reason }));
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new K8sError({ code: 'ABORTED', message: `${line}: aborted`, request: line, cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}

@@ -12,13 +12,13 @@
  *   (1 s doubling to 30 s), from the last resourceVersion.
  * Consumers read the copy ({@link Informer.list}) when {@link InformerOptions.onChange} says it changed.
  */
-import { setTimeout as sleepMs } from 'node:timers/promises';
 import { Watch, type KubernetesObject } from '@kubernetes/client-node';
 import type { KubeClient } from './client.js';
 import { resourcePath } from './discovery.js';
 import { errorFromResponse, isK8sError, K8sError, type ApiStatus } from './errors.js';
 import { listAll } from './list.js';
 import { resolveFor } from './objects.js';
+import { sleep } from '../runner/time/wait.js';
 
 /** Options of an {@link Informer}. */
 export interface InformerOptions {
@@ -141,7 +141,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
             this.report(listErr, backoff);
           }
         } else this.report(err, backoff);
-        await sleepMs(backoff, undefined, { signal: this.stopping.signal }).catch(() => undefined); // stop() ends the wait
+        await sleep(backoff, this.stopping.signal); // stop() ends the wait
         backoff = Math.min(backoff * 2, maxBackoff);
         if (this.resourceVersion === '' && !this.stopping.signal.aborted) {
           try {

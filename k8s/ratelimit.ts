@@ -4,6 +4,7 @@
  * per second, and each request takes one token, waiting for it when the bucket is empty. Waiters are served in
  * arrival order (each one reserves the next token, as `rate.Limiter.Reserve` does).
  */
+import { sleep } from '../runner/time/wait.js';
 import { K8sError } from './errors.js';
 
 /** Options of a {@link TokenBucket}. */
@@ -62,18 +63,11 @@ export class TokenBucket {
     if (signal?.aborted) throw abortError(signal);
     const waitMs = this.reserve();
     if (waitMs <= 0) return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, waitMs);
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        this.cancel();
-        reject(abortError(signal));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    await sleep(waitMs, signal);
+    if (signal?.aborted) {
+      this.cancel();
+      throw abortError(signal);
+    }
   }
 }
 

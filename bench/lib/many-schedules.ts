@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSchedules } from '../../runner/config/load.js';
 import { Definitions } from '../../runner/engine/definitions.js';
+import { LiveReplicas } from '../../runner/engine/ownership.js';
 import type { RedisClient } from '../../runner/redis/connect.js';
 import { Keyspace } from '../../runner/redis/keys.js';
 
@@ -22,7 +23,7 @@ export async function publishMany(redis: RedisClient, dir: string, namespace: st
   const res = await loadSchedules(file);
   if (res.errors.length) throw new Error(res.errors.map((e) => e.format()).join('\n'));
   const keys = new Keyspace(namespace);
-  await new Definitions(redis, keys, publisher).publish(res.schedules);
+  await new Definitions(redis, keys, publisher, new LiveReplicas()).publish(res.schedules);
   // A live membership for the publisher, so that the definitions count as published by a live replica.
   await redis.zadd(keys.replicas, Date.now() + 3_600_000, publisher);
 }

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../runner/time/wait.js';
 
 /**
  * The package root: the nearest folder above this file holding package.json. Works from the sources (vitest,
@@ -66,7 +67,8 @@ export class Flags {
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The engine's one sleep (runner/time/wait.ts). */
+export { sleep };
 
 /** Nearest-rank percentile; NaN for an empty list. */
 export function pct(xs: readonly number[], p: number): number {

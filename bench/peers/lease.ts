@@ -19,6 +19,7 @@
  * `{type: 'leading', atMs}`.
  */
 import { Redis } from 'ioredis';
+import { sleep } from '../../runner/time/wait.js';
 
 const url = process.env.BENCH_REDIS_URL!;
 const key = process.env.BENCH_LEASE_KEY ?? 'lease';
@@ -32,7 +33,6 @@ const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('
 
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });
 redis.on('error', () => undefined);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function acquire(): Promise<void> {
   for (;;) {

@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import { FlockWideCache } from '../../runner/admin/flock-wide-cache.js';
 import { Metrics } from '../../runner/admin/metrics.js';
 import { feedScheduleHealth, parseScheduleMetricsMode, type ScheduleHealthBoard } from '../../runner/admin/schedule-health.js';
-import type { EngineSchedule } from '../../runner/engine/schedule.js';
+import type { CompiledSchedule } from '../../runner/config/load.js';
 import { RedisClock } from '../../runner/redis/clock.js';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { compileCron } from '../../runner/schedule/cron.js';
@@ -24,8 +24,8 @@ import { BenchRedis } from '../lib/redis.js';
 import { report } from '../lib/report.js';
 import { Flags, fmt, sleep } from '../lib/util.js';
 
-function schedules(n: number): EngineSchedule[] {
-  const out: EngineSchedule[] = [];
+function schedules(n: number): CompiledSchedule[] {
+  const out: CompiledSchedule[] = [];
   for (let i = 0; i < n; i++) {
     const m = i % 60;
     const cron = [`* * * * *`, `*/5 * * * *`, `${m} * * * *`, `${m} ${Math.floor(i / 60) % 24} * * *`][i % 4]!;
@@ -44,7 +44,7 @@ function schedules(n: number): EngineSchedule[] {
       catchUp: 'latest',
       maxCatchUpRuns: 10,
       job: { kind: 'http' },
-    } as EngineSchedule);
+    } as CompiledSchedule);
   }
   return out;
 }
@@ -68,7 +68,7 @@ interface ModeResult {
   series: number;
 }
 
-async function measure(redisUrl: string, list: EngineSchedule[], modeText: string, passes: number): Promise<ModeResult> {
+async function measure(redisUrl: string, list: CompiledSchedule[], modeText: string, passes: number): Promise<ModeResult> {
   const redis = new Redis(redisUrl);
   const probe = new Redis(redisUrl);
   const keys = new Keyspace();

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Gauge, register } from 'prom-client';
 import { clusterIdentity } from '../../k8s/cluster.js';
 import { createKubeClient, loadKubeConfig, type KubeClient, type KubeObject } from '../../k8s/index.js';
-import type { JobContext } from '../types.js';
+import { RESULT_LIMIT, type JobContext } from '../types.js';
 import { ALGORITHM, createEncryptStream, keyIdOf, loadKey } from './encryption.js';
 import { BackupError } from './errors.js';
 import {
@@ -49,7 +49,7 @@ export type CompiledBackup = BackupParams;
 
 /**
  * The run's result, stored in its run record. The engine keeps a result only when its JSON is at most 4 KB
- * ({@link REPORT_LIMIT}), so it holds counts, not object lists: at most {@link REPORT_KINDS} kinds in `counts`
+ * ({@link RESULT_LIMIT}), so it holds counts, not object lists: at most {@link REPORT_KINDS} kinds in `counts`
  * and {@link REPORT_DELETED} names of deleted backups (`retention.deleted` counts them all).
  */
 export interface BackupReport {
@@ -75,8 +75,6 @@ export interface BackupReport {
   retention: { kept: number; deleted: number; deletedNames: string[] } | null;
 }
 
-/** Largest run-record result the engine stores, in characters of JSON. */
-export const REPORT_LIMIT = 4096;
 /** Kinds listed in {@link BackupReport.counts} at most. */
 export const REPORT_KINDS = 30;
 /** Deleted backup names listed in {@link BackupReport.retention} at most. */
@@ -236,7 +234,7 @@ function report(name: string, storage: BackupStorage, alreadyExisted: boolean, m
     retention,
   };
   // Long kind names (CRD groups) could still overflow the record: drop kinds until it fits.
-  while (JSON.stringify(r).length > REPORT_LIMIT && Object.keys(r.counts).length > 0) {
+  while (JSON.stringify(r).length > RESULT_LIMIT && Object.keys(r.counts).length > 0) {
     const keys = Object.keys(r.counts);
     delete r.counts[keys[keys.length - 1]!];
     r.kindsOmitted++;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseExpiry, parseTtlMs } from './evaluate.js';
-import { Report, RESULT_LIMIT } from './report.js';
+import { RESULT_LIMIT } from '../types.js';
+import { Report } from './report.js';
 
 describe('cleanup report', () => {
   it('keeps complete counts and trims the object list to fit the 4 KB run record, saying how many it left out', () => {

@@ -4,9 +4,7 @@
  * engine stores a job's result only when its JSON is at most 4 KB ({@link RESULT_LIMIT}): {@link fitReport}
  * drops objects from the list until it fits and says how many it left out.
  */
-
-/** Longest JSON result the engine keeps in a run record (runner/engine/executor.ts). */
-export const RESULT_LIMIT = 4096;
+import { RESULT_LIMIT } from '../types.js';
 
 /** One object in the report. */
 export interface ObjectLine {

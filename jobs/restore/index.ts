@@ -10,7 +10,7 @@ import { createKubeClient, loadKubeConfig, type KubeClient } from '../../k8s/ind
 import type { KeySource } from '../backup/encryption.js';
 import { archiveLimits } from '../backup/limits.js';
 import { storageFor } from '../backup/storage.js';
-import type { JobKind } from '../types.js';
+import { RESULT_LIMIT, type JobKind } from '../types.js';
 import { openSource } from './open.js';
 import { RestoreError, runRestore, type ActionCounts, type RestoreReport } from './run.js';
 import { restoreJobSchema, type RestoreParams } from './schema.js';
@@ -27,11 +27,11 @@ export type CompiledRestore = RestoreParams;
 export type CompactReport = RestoreReport & { pruneOmitted?: number; protectedOmitted?: number; perKindOmitted?: boolean };
 
 /**
- * The engine stores a result only when its JSON is at most 4096 bytes: lists are cut to their first `keep`
+ * The engine stores a result only when its JSON is at most {@link RESULT_LIMIT} characters: lists are cut to their first `keep`
  * entries (with `pruneOmitted`/`protectedOmitted` counts), then dropped, and if the per-kind counts are still too
  * long they are summed into one `*` entry (`perKindOmitted: true`). `cronflock restore --json` prints it whole.
  */
-export function compactReport(r: RestoreReport, keep = 10, limit = 4096): CompactReport {
+export function compactReport(r: RestoreReport, keep = 10, limit = RESULT_LIMIT): CompactReport {
   const out: CompactReport = { ...r, plan: { ...r.plan } };
   const cut = (n: number): void => {
     if (r.plan.prune.length > n) {

@@ -57,10 +57,12 @@ import { isBackupError } from '../backup/errors.js';
 import { STRIPPED_METADATA_FIELDS, type BackupManifest, type ManifestEntry } from '../backup/format.js';
 import { PROTECT_KEY, PROTECTED_NAMESPACES } from '../cleanup/schema.js';
 import type { JobCheckpoints, JobCoordination, JobLock, JobLogger } from '../types.js';
+import { canonicalJson } from '../../runner/text/canonical-json.js';
 import { objectProblems } from './check.js';
 import { describe, kindKey, orderSteps, type OrderItem, type Step } from './order.js';
 import { resolveTargets, selectObjects } from '../backup/selection.js';
 import type { BackupSource } from './source.js';
+import { sleep } from '../../runner/time/wait.js';
 
 /** Field manager of every apply. */
 export const FIELD_MANAGER = 'cronflock';
@@ -419,18 +421,7 @@ function content(obj: KubeObject | undefined): string {
   const { status: _status, apiVersion: _a, kind: _k, ...rest } = obj as KubeObject & { status?: unknown };
   const md = { ...(rest.metadata ?? {}) } as Record<string, unknown>;
   for (const f of ['resourceVersion', 'generation', 'managedFields', 'creationTimestamp', 'uid', 'selfLink']) delete md[f];
-  return createHash('sha256').update(stableJson({ ...rest, metadata: md })).digest('hex').slice(0, 32);
-}
-
-function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
+  return createHash('sha256').update(canonicalJson({ ...rest, metadata: md })).digest('hex').slice(0, 32);
 }
 
 /** What the plan keeps of a live object. */
@@ -628,7 +619,8 @@ async function waitEstablished(ctx: Ctx, name: string): Promise<void> {
       return;
     }
     if (performance.now() > end) throw new RestoreError('CRD_TIMEOUT', `CRD ${name} did not become Established within ${timeoutMs} ms; its objects were not applied`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100, ctx.signal);
+    ctx.signal.throwIfAborted();
   }
 }
 

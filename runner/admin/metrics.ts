@@ -9,8 +9,7 @@
  * into slices of a few ms. Which schedules get them is the user's choice (`--schedule-metrics`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
-import type { RunEvent } from '../engine/executor.js';
-import type { PlannedFinal } from '../redis/store.js';
+import type { EngineEvents, PlannedFinalEvent, RunEvent } from '../engine/events.js';
 import type { RedisClock } from '../redis/clock.js';
 import { onRedisCommandError } from '../redis/command-errors.js';
 import type { BackfillCount } from '../records/backfill.js';
@@ -246,6 +245,13 @@ export class Metrics {
     return { contentType: this.registry.contentType, body: Buffer.concat(parts) };
   }
 
+  /** Counts what `events` reports from now on: runs, and occurrences the planner recorded final. */
+  subscribeTo(events: EngineEvents): void {
+    events.on('run', (e) => this.onRun(e));
+    events.on('plannedFinal', (e) => this.onPlannedFinal(e));
+    events.on('plannedLate', (e) => this.onPlannedLate(e));
+  }
+
   /** Feeds a run event of the executor. */
   onRun(e: RunEvent): void {
     switch (e.state) {
@@ -272,7 +278,7 @@ export class Metrics {
 
   /**
    * Feeds an occurrence the planner recorded to run with a reason: counts those a blackout delayed (the reason is
-   * `delayed: blackout <name> until …`, after `catch-up: …; ` when it also runs late: scripts/plan.ts).
+   * `delayed: blackout <name> until …`, after `catch-up: …; ` when it also runs late: lua/plan.lua).
    */
   onPlannedLate(o: { schedule: string; reason: string }): void {
     const delayed = /(?:^|; )(delayed: blackout .*)$/.exec(o.reason);
@@ -280,7 +286,7 @@ export class Metrics {
   }
 
   /** Feeds an occurrence the planner recorded missed or skipped. */
-  onPlannedFinal(o: PlannedFinal & { schedule: string }): void {
+  onPlannedFinal(o: PlannedFinalEvent): void {
     this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
   }
 }

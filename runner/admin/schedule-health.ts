@@ -9,7 +9,7 @@
  * its definition) or time passed one of the two instants where the result can change without a new input: the
  * next fire time, and the instant it becomes overdue. Every other schedule costs a few map look-ups per pass.
  */
-import type { EngineSchedule } from '../engine/schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 import { calendarExpects } from '../engine/windows.js';
 import { overdueGraceMs, scheduleHealth, type ScheduleHealth } from '../records/health.js';
 import type { LastResult } from '../records/last-result.js';
@@ -56,7 +56,7 @@ export interface ScheduleHealthTotals {
 
 /** What is kept of a schedule between passes. */
 interface Kept {
-  schedule: EngineSchedule;
+  schedule: CompiledSchedule;
   lastSuccessMs: number | undefined;
   suspended: boolean;
   sinceMs: number;
@@ -85,7 +85,7 @@ export class ScheduleHealthBoard {
    * Yields to the event loop every few thousand schedules. One call at a time.
    */
   async update(
-    schedules: Iterable<EngineSchedule>,
+    schedules: Iterable<CompiledSchedule>,
     values: FlockWideValues,
     nowMs: number,
   ): Promise<{ rows: ScheduleHealthRow[]; totals: ScheduleHealthTotals }> {
@@ -156,7 +156,7 @@ export function feedScheduleHealth(o: {
   cache: FlockWideCache;
   metrics: Metrics;
   mode: ScheduleMetricsMode;
-  schedules: () => Iterable<EngineSchedule> | undefined;
+  schedules: () => Iterable<CompiledSchedule> | undefined;
   sinceMs: (name: string) => number | undefined;
   nowMs: () => number;
 }): ScheduleHealthBoard {

@@ -9,6 +9,7 @@ import { replicaInfoKey, type ReplicaInfo } from './replica-info.js';
 import type { ScheduleIndex } from './schedule-index.js';
 import type { z } from 'zod';
 import type { flockSchema } from './schemas.js';
+import { redisTimeMs } from '../redis/clock.js';
 
 export type FlockView = z.infer<typeof flockSchema>;
 
@@ -28,8 +29,7 @@ function parseInfo(text: string): Map<string, string> {
  * @throws what the Redis client throws.
  */
 export async function readFlock(redis: RedisClient, keys: Keyspace, index: ScheduleIndex): Promise<FlockView> {
-  const t = (await redis.eval("local t = redis.call('TIME') return {t[1], t[2]}", 1, keys.ns)) as [string, string];
-  const nowMs = Number(t[0]) * 1000 + Math.floor(Number(t[1]) / 1000);
+  const nowMs = await redisTimeMs(redis, keys);
   const [members, info, server, memory, replication, clients, policy] = await Promise.all([
     redis.zrangebyscore(keys.replicas, nowMs + 1, '+inf', 'WITHSCORES'),
     redis.hgetall(replicaInfoKey(keys)),

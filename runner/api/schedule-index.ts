@@ -20,6 +20,7 @@ import { fireTimeMs } from '../schedule/occurrence.js';
 import { unpackEntry } from '../history/entry.js';
 import { HistoryKeys } from '../history/keys.js';
 import type { OccurrenceView } from '../history/model.js';
+import { redisTimeMs } from '../redis/clock.js';
 
 /** Shortest time between two passes. */
 export const MIN_REFRESH_MS = 2_000;
@@ -174,11 +175,11 @@ export class ScheduleIndex {
     const t0 = performance.now();
     const hk = new HistoryKeys(this.keys);
     const [time, version, suspended] = await Promise.all([
-      this.redis.eval("local t = redis.call('TIME') return {t[1], t[2]}", 1, this.keys.ns) as Promise<[string, string]>,
-      this.redis.get(`${this.keys.definitions}:version`),
+      redisTimeMs(this.redis, this.keys),
+      this.redis.get(this.keys.definitionsVersion),
       this.redis.hgetall(this.keys.suspended),
     ]);
-    this.nowAt = { redisMs: Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000), mono: performance.now() };
+    this.nowAt = { redisMs: time, mono: performance.now() };
     if (version !== this.defsVersion || this.byName.size === 0) {
       const fresh = await scanHash(this.redis, this.keys.definitions);
       const next = new Map<string, ScheduleRow>();

@@ -212,7 +212,7 @@ export function addRestoreCommand(program: Command): void {
         redis.disconnect();
         throw new CliError(`Redis ${redactRedisUrl(url)}: ${lastError} (a restore takes the flock's per-cluster lock there; --dry-run needs no Redis)`);
       }
-      coordination = new RedisJobCoordination(redis, new Keyspace(o.namespace), `cli@${hostname()}/${process.pid}`);
+      coordination = new RedisJobCoordination(redis, new Keyspace(o.namespace), `cli@${hostname()}/${process.pid}`, log);
     }
     try {
       const report = await runRestore({

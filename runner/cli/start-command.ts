@@ -1,6 +1,6 @@
 /**
  * `cronflock start [path]`: one replica of the flock on schedule files and/or the cluster's Schedule resources
- * (runner/sources/), with reload when a file or a Schedule changes and on SIGHUP, and a shutdown that ends
+ * (runner/sources/), with reload (runner/sources/sources.ts: its rules) when a file or a Schedule changes and on SIGHUP, and a shutdown that ends
  * whatever Redis does:
  *
  * - SIGINT or SIGTERM (or, for a replica started with an IPC channel, its parent going away): no new claims;
@@ -11,17 +11,21 @@
  *   143 (SIGTERM).
  * - A private redis-server never outlives the process: it is stopped on every exit path, and its watchdog
  *   stops it after a SIGKILL (server-process.ts).
+ *
+ * Started with an IPC channel (a supervisor such as the demo, runner/demo/flock.ts), the replica also sends its
+ * run events ({@link RunMessage}) to the parent, and stops when the parent goes away.
  */
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { LoadResult } from '../config/load.js';
-import { compileOptions, DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
+import { EngineEvents, type RunEvent } from '../engine/events.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
 import { parseListenAddress } from '../admin/server.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { formatDurationMs } from '../time/duration.js';
 import { settlesWithin } from '../time/wait.js';
-import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
+import { flagNames, flagOption, optionsFromFlags, START_FLAGS } from './start-options.js';
 import { addRedisOptions, CliError, resolveRedis, type RedisFlags, type RedisTarget } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
 import type { WatchMode } from '../kubernetes/watch-mode.js';
@@ -35,31 +39,14 @@ import { addApiOptions, apiSettings } from './ui-command.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
+/** What a replica started with an IPC channel sends its parent for each run event (engine/events.ts). */
+export interface RunMessage {
+  type: 'cronflock:run';
+  event: RunEvent;
+}
+
 /** The whole stop may take `--grace` plus this (hand-overs, closing connections, stopping a private Redis). */
 export const STOP_LIMIT_MARGIN_MS = 30_000;
-
-/** Option names as users type them: `lockMs` → `--lock`. */
-const FLAGS: Record<string, string> = {
-  lockMs: '--lock',
-  stalledIntervalMs: '--stalled-interval',
-  shutdownGraceMs: '--grace',
-  horizonMs: '--horizon',
-  retentionMs: '--retention',
-  lookaheadMs: '--lookahead',
-  tickMs: '--tick',
-  maxStalls: '--max-stalls',
-  concurrency: '--concurrency',
-  backlogConcurrency: '--backlog-concurrency',
-  backfillConcurrency: '--backfill-concurrency',
-  prefetchMs: 'prefetch',
-  replica: '--replica',
-  namespace: '--namespace',
-};
-
-/** Replaces option names in a message with the flags users type. */
-export function flagNames(message: string): string {
-  return message.replace(new RegExp(`\\b(${Object.keys(FLAGS).join('|')})\\b`, 'g'), (m) => FLAGS[m] ?? m);
-}
 
 const d = (ms: number): string => formatDurationMs(ms);
 
@@ -78,73 +65,13 @@ export function addStartCommand(program: Command): void {
     .description('run one replica of the flock on the schedules at [path] and/or the Schedule resources of the cluster')
     .argument('[path]', 'schedule file or directory (optional when Schedules come from the cluster)');
   addRedisOptions(c, 'Redis URL (without it and REDIS_URL: a private redis-server for this replica only)');
-  c.addOption(new Option('--replica <name>', 'name of this replica (default: host-pid-random)').env('CRONFLOCK_REPLICA'))
-    .addOption(new Option('--lock <duration>', `claim lease; failover takes about lock + lock/2 (default ${d(DEFAULT_OPTIONS.lockMs)})`).argParser(durationArg))
-    .addOption(new Option('--stalled-interval <duration>', 'stall check period (default: lock/2)').argParser(durationArg))
-    .addOption(new Option('--grace <duration>', `on SIGTERM, time for running runs to finish before hand-over (default ${d(DEFAULT_OPTIONS.shutdownGraceMs)})`).argParser(durationArg))
-    .addOption(new Option('--horizon <duration>', `how far back occurrences are accounted for (default ${d(DEFAULT_OPTIONS.horizonMs)})`).argParser(durationArg))
-    .addOption(new Option('--retention <duration>', `how long run records are kept (default ${d(DEFAULT_OPTIONS.retentionMs)})`).argParser(durationArg))
-    .addOption(new Option('--lookahead <duration>', `how far ahead occurrences are planned (default ${d(DEFAULT_OPTIONS.lookaheadMs)})`).argParser(durationArg))
-    .addOption(new Option('--tick <duration>', `planner period (default ${d(DEFAULT_OPTIONS.tickMs)})`).argParser(durationArg))
-    .addOption(new Option('--max-stalls <n>', `re-claims after stalls before an occurrence fails (default ${DEFAULT_OPTIONS.maxStalls})`).argParser(nonNegativeIntArg))
-    .addOption(new Option('--concurrency <n>', `live occurrences held at once by this replica (default ${DEFAULT_OPTIONS.concurrency})`).argParser(positiveIntArg))
-    .addOption(
-      new Option(
-        '--backlog-concurrency <n>',
-        `runs of triggers, resume runs, catch-up runs and backfill held at once by this replica (default ${DEFAULT_OPTIONS.backlogConcurrency})`,
-      ).argParser(positiveIntArg),
-    )
-    .addOption(
-      new Option('--backfill-concurrency <n>', `backfill occurrences running at once across the whole flock (default ${DEFAULT_OPTIONS.backfillConcurrency})`).argParser(
-        positiveIntArg,
-      ),
-    )
-    .option('--no-watch', 'do not reload when the schedule files change (SIGHUP still reloads)')
-    .addOption(
-      new Option('--watch-schedules <mode>', 'Schedule resources of the cluster: auto (in a pod, when the CRD is installed), on, off')
-        .choices(['auto', 'on', 'off'])
-        .env('CRONFLOCK_WATCH_SCHEDULES')
-        .default('auto'),
-    )
-    .option('--watch-namespaces <list>', 'comma-separated namespaces whose Schedules run here (default: all it may list)', (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
-    .option('--schedule-selector <labels>', 'only Schedules with these labels, e.g. cronflock.io/flock=a')
-    .option('--kubeconfig <path>', 'kubeconfig for watching Schedules (default: KUBECONFIG, ~/.kube/config, in-cluster)')
-    .option('--kube-context <name>', 'kubeconfig context')
-    .addOption(new Option('--kube-qps <n>', 'requests per second to the API server (status, Events, watches)').argParser(positiveIntArg))
-    .addOption(new Option('--admin <host:port|off>', 'serve /metrics, /healthz, /readyz here').env('CRONFLOCK_ADMIN').default('127.0.0.1:9464'))
-    .addOption(
-      new Option('--schedule-metrics <on|off|top:N>', 'per-schedule health series: all schedules, none, or the N most overdue or failing')
-        .env('CRONFLOCK_SCHEDULE_METRICS')
-        .default('on'),
-    )
-    .addOption(
-      new Option('--otel [endpoint]', 'send OpenTelemetry traces (one per occurrence) over OTLP/HTTP; on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set (default endpoint: that, else http://localhost:4318)'),
-    );
-  // ---- dashboard (runner/api/replica-extras.ts) ----
-  c.addOption(new Option('--history <duration>', `how long finished occurrences, their log lines and the audit log are kept (default ${d(DEFAULT_HISTORY_MS)})`).argParser(durationArg))
-    .option('--ui', 'also serve the dashboard and the HTTP API (see cronflock ui)');
+  for (const f of START_FLAGS) c.addOption(flagOption(f));
   addApiOptions(c, undefined);
-  // ---- end dashboard ----
   c.action(start);
 }
 
 async function start(path: string | undefined, o: Record<string, unknown> & RedisFlags): Promise<void> {
-  const user: Partial<RunnerOptions> = { namespace: o.namespace };
-  if (o.replica) user.replica = o.replica as string;
-  const map: [string, keyof RunnerOptions][] = [
-    ['lock', 'lockMs'],
-    ['stalledInterval', 'stalledIntervalMs'],
-    ['grace', 'shutdownGraceMs'],
-    ['horizon', 'horizonMs'],
-    ['retention', 'retentionMs'],
-    ['lookahead', 'lookaheadMs'],
-    ['tick', 'tickMs'],
-    ['maxStalls', 'maxStalls'],
-    ['concurrency', 'concurrency'],
-    ['backlogConcurrency', 'backlogConcurrency'],
-    ['backfillConcurrency', 'backfillConcurrency'],
-  ];
-  for (const [flag, key] of map) if (o[flag] !== undefined) (user as Record<string, unknown>)[key] = o[flag];
+  const user: Partial<RunnerOptions> = { namespace: o.namespace, ...optionsFromFlags(o) };
   let options: RunnerOptions;
   try {
     options = compileOptions(user);
@@ -209,6 +136,14 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
   const schedules = first.runs.map((r) => r.schedule);
 
+  const events = new EngineEvents();
+  // A supervisor with an IPC channel (the demo) follows the runs; a closed channel is not this replica's problem.
+  if (process.send) {
+    const send = process.send.bind(process);
+    events.on('run', (event) => void send({ type: 'cronflock:run', event } satisfies RunMessage, undefined, undefined, () => undefined));
+  }
+  sources.subscribe(events); // the Schedules' status and Events (runner/kubernetes/reporter.ts)
+
   // From here on a stop request is honoured at every point: what has been started stops, in reverse order.
   const aborted = new AbortController();
   let target: RedisTarget | undefined;
@@ -226,7 +161,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, signal: aborted.signal, scheduleMetrics, tracing, ...sources.hooks });
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing });
     stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 

@@ -18,12 +18,13 @@ import { Calendar, CalendarSelection, parseIsoDay, parseMonthDay, parseWeekday }
 import { compileCron } from '../schedule/cron.js';
 import { IcsError, icsDays, type IcsDays } from '../schedule/ics.js';
 import { formatDurationMs } from '../time/duration.js';
-import { editDistance } from '../schedule/zone.js';
+import { editDistance } from '../text/edit-distance.js';
 import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { calendarSchema, type BlackoutEntry, type CalendarEntry, type ScheduleCalendarRef } from './calendars-schema.js';
 import { readBounded } from './read-bounded.js';
-import { canonicalJson, type CompiledSchedule } from './load.js';
+import { canonicalJson } from '../text/canonical-json.js';
+import type { CompiledSchedule } from './load.js';
 
 type Path = (string | number)[];
 

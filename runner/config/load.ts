@@ -28,6 +28,8 @@ import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from '../engine/windows.js';
 import { readBounded } from './read-bounded.js';
+import { canonicalJson } from '../text/canonical-json.js';
+import { editDistance } from '../text/edit-distance.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
 import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
@@ -496,16 +498,6 @@ function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource
   return { ...definition, job, due: s.due, source, definitionHash };
 }
 
-/** JSON with object keys sorted at every level and `undefined` members left out. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort(compareCodeUnits)) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
-}
-
 function startsWith(path: Path, prefix: Path): boolean {
   return prefix.every((seg, i) => path[i] === seg);
 }
@@ -794,16 +786,4 @@ function keyHint(key: string, allowed: string[]): string | undefined {
     .sort((x, y) => x.d - y.d)[0];
   const list = `allowed keys here: ${allowed.join(', ')}`;
   return near ? `did you mean "${near.a}"? ${list}` : list;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length]!;
 }

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { RedisServerProcess } from '../redis/server-process.js';
 import { CliError, resolveRedis } from '../cli/redis-target.js';
 import { packageRoot } from '../cli/package-info.js';
+import type { RunMessage } from '../cli/start-command.js';
 import { onStopSignals, signalExitCode } from '../cli/stop-signals.js';
 import { settlesWithin } from '../time/wait.js';
 
@@ -38,7 +39,8 @@ function arg(name: string, dflt: number): number {
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
 }
 
-const hhmmss = (iso: unknown): string => (typeof iso === 'string' ? iso.slice(11, 23) : '-');
+/** The time of day of a UTC ms, `hh:mm:ss.mmm` (UTC). */
+const hhmmss = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString().slice(11, 23));
 
 /** What is running, in the order it started; stopped in reverse. */
 const running: { privateRedis?: RedisServerProcess; receiver?: Server; children: ChildProcess[]; tmp?: string } = { children: [] };
@@ -125,15 +127,21 @@ async function run(redisUrl: string, count: number): Promise<void> {
         } catch {
           continue;
         }
-        if (l.msg === 'run started') {
-          console.log(
-            `${name}  ${String(l.occurrence).padEnd(44)} due ${hhmmss(l.dueAt)}  fire ${hhmmss(l.fireAt)}  start ${hhmmss(l.startAt)} (+${String(l.latenessMs)} ms)  token ${String(l.fencingToken)}`,
-          );
-        } else if (l.msg === 'run finished' && l.state !== 'succeeded') {
-          console.log(`${name}  ${String(l.occurrence)} ${String(l.state)}: ${String(l.error ?? '')}`);
-        } else if (typeof l.level === 'number' && l.level >= 40) {
-          console.log(`${name}  ${String(l.msg)}`);
-        }
+        // Runs come as events (below; a failed run's 'run finished' line among them); other warnings and errors
+        // from the log.
+        if (typeof l.level === 'number' && l.level >= 40 && l.msg !== 'run finished') console.log(`${name}  ${String(l.msg)}`);
+      }
+    });
+    // The replica's run events (engine/events.ts), sent over the IPC channel (cli/start-command.ts).
+    child.on('message', (m: Partial<RunMessage>) => {
+      if (m.type !== 'cronflock:run' || !m.event) return;
+      const e = m.event;
+      if (e.state === 'started') {
+        console.log(
+          `${name}  ${e.key.padEnd(44)} due ${hhmmss(e.dueMs)}  fire ${hhmmss(e.fireMs)}  start ${hhmmss(e.startMs)} (+${(e.startMs ?? e.fireMs) - e.fireMs} ms)  token ${e.fencingToken}`,
+        );
+      } else if (e.state === 'failed') {
+        console.log(`${name}  ${e.key} failed: ${e.error ?? ''}`);
       }
     });
   }

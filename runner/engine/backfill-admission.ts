@@ -1,6 +1,6 @@
 /**
  * Backfill admission, on every replica: lets waiting backfill occurrences out of the backlog a few at a time
- * (`backfillConcurrency` admitted across the whole flock, decided atomically in Redis: scripts/backfill.ts)
+ * (`backfillConcurrency` admitted across the whole flock, decided atomically in Redis: runner/redis/lua/backfill-admit.lua)
  * and enqueues them on the backlog lane.
  *
  * Why admission and not one queued job per occurrence: thousands of queued jobs are thousands of deliveries,

@@ -1,16 +1,14 @@
 /**
  * A live claim: the fencing token, the lease renewal, and the AbortSignal a job sees.
  *
- * The lease lives in the run record on the Redis clock; this side renews it every lockMs/3. The claim is
- * declared lost — and the signal fires — as soon as this process can know it:
- * - a renewal is refused (another replica re-claimed, or the lease lapsed on the Redis clock);
- * - locally, when lockMs has passed on the monotonic clock since the last renewal was *sent* without a newer
- *   success: the lease may have lapsed, so we stop before anyone could re-claim. This is what fires first after
- *   a SIGSTOP/SIGCONT or a long GC pause, without waiting for a Redis round trip;
+ * The lease lives in the run record on the Redis clock; {@link HeldLease} renews it every lockMs/3 and fires the
+ * signal as soon as this process can know the claim is lost (a refused renewal, or lockMs passed on the
+ * monotonic clock since the last renewal was sent), or when a newer occurrence asks it to stop (Replace).
  * A stale claimant may still finish its work (it cannot be stopped from outside), but its result is refused by
  * the finish script because the token is no longer current.
  */
 import type { Logger } from '../log.js';
+import { HeldLease } from '../redis/lease.js';
 import type { Store } from '../redis/store.js';
 
 /** The reason a claim ended without the job finishing. */
@@ -31,102 +29,54 @@ export class ClaimLostError extends Error {
   }
 }
 
-/** Holds one claim until {@link ClaimHolder.close}. */
+/** Holds one claim until {@link ClaimHolder.close}: its lease (redis/lease.ts) renewed by the renew script. */
 export class ClaimHolder {
-  private readonly ac = new AbortController();
-  private renewTimer: NodeJS.Timeout | undefined;
-  private guardTimer: NodeJS.Timeout | undefined;
-  private closed = false;
-  /** Monotonic time (performance.now) until which the lease is certainly ours. */
-  private validUntilMono: number;
-  /** Resolves with the loss when the claim is lost. */
-  readonly lost: Promise<ClaimLostError>;
-  private resolveLost!: (e: ClaimLostError) => void;
+  private readonly lease: HeldLease<ClaimLostError>;
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     readonly key: string,
     readonly token: number,
-    private readonly lockMs: number,
-    private readonly retentionMs: number,
+    lockMs: number,
+    retentionMs: number,
     claimedAtMono: number,
-    private readonly log: Logger,
+    log: Logger,
   ) {
-    this.lost = new Promise((r) => (this.resolveLost = r));
-    this.validUntilMono = claimedAtMono + lockMs;
-    this.armGuard();
-    this.scheduleRenew();
+    this.lease = new HeldLease<ClaimLostError>({
+      ttlMs: lockMs,
+      sentMono: claimedAtMono,
+      log,
+      renew: async () => {
+        const { untilMs, cancelBy } = await store.renew(key, token, lockMs, retentionMs);
+        if (untilMs === 0) return false;
+        return cancelBy ? new ClaimLostError(`replaced by ${cancelBy} (concurrencyPolicy Replace)`, 'cancel') : true;
+      },
+      lostError: (why) =>
+        new ClaimLostError(
+          why === 'lapsed'
+            ? `lease of ${key} lapsed: not renewed within ${lockMs} ms`
+            : `claim of ${key} (fencing token ${token}) was taken over or lapsed`,
+        ),
+    });
   }
 
   /** Fires when the claim is lost or handed over; `signal.reason` is a {@link ClaimLostError}. */
   get signal(): AbortSignal {
-    return this.ac.signal;
+    return this.lease.signal;
+  }
+
+  /** Resolves with the loss when the claim is lost. */
+  get lost(): Promise<ClaimLostError> {
+    return this.lease.lost;
   }
 
   /** Ends the claim now with `err` (idempotent). */
   abort(err: ClaimLostError): void {
-    if (this.ac.signal.aborted) return;
-    this.stopTimers();
-    this.ac.abort(err);
-    this.resolveLost(err);
+    this.lease.abort(err);
   }
 
   /** Stops renewing (the run finished or the claim ended). */
   close(): void {
-    this.closed = true;
-    this.stopTimers();
-  }
-
-  /** True while the lease is certainly ours (monotonic clock since the last successful renewal). */
-  get live(): boolean {
-    return !this.closed && performance.now() < this.validUntilMono;
-  }
-
-  private stopTimers(): void {
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-  }
-
-  private armGuard(): void {
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-    const ms = Math.max(0, this.validUntilMono - performance.now());
-    this.guardTimer = setTimeout(() => this.checkGuard(), ms);
-  }
-
-  private checkGuard(): void {
-    if (this.closed || this.ac.signal.aborted) return;
-    if (performance.now() >= this.validUntilMono) {
-      this.abort(new ClaimLostError(`lease of ${this.key} lapsed: not renewed within ${this.lockMs} ms`));
-    } else this.armGuard();
-  }
-
-  /** Next renewal: every lockMs/3, or soon after a failed attempt (Redis briefly away) while the lease lasts. */
-  private scheduleRenew(afterFailure = false): void {
-    const period = Math.max(50, Math.floor(this.lockMs / 3));
-    this.renewTimer = setTimeout(() => void this.renew(), afterFailure ? Math.min(250, period) : period);
-  }
-
-  private async renew(): Promise<void> {
-    if (this.closed || this.ac.signal.aborted) return;
-    // A timer that fires late (process stopped, event loop blocked) must not renew a lease that may have lapsed.
-    this.checkGuard();
-    if (this.ac.signal.aborted) return;
-    const sentMono = performance.now();
-    try {
-      const { untilMs, cancelBy } = await this.store.renew(this.key, this.token, this.lockMs, this.retentionMs);
-      if (this.closed || this.ac.signal.aborted) return;
-      if (untilMs === 0) {
-        this.abort(new ClaimLostError(`claim of ${this.key} (fencing token ${this.token}) was taken over or lapsed`));
-        return;
-      }
-      this.validUntilMono = sentMono + this.lockMs;
-      this.armGuard();
-      if (cancelBy) this.abort(new ClaimLostError(`replaced by ${cancelBy} (concurrencyPolicy Replace)`, 'cancel'));
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'lease renewal failed; retrying until the lease lapses');
-      if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew(true);
-      return;
-    }
-    if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew();
+    this.lease.close();
   }
 }

@@ -16,10 +16,13 @@
  * replica holding its newest definition is gone.
  */
 import type { RedisClient } from '../redis/connect.js';
+import type { ConcurrencyPolicy, OnResumePolicy } from '../config/schema.js';
 import type { Keyspace } from '../redis/keys.js';
 import { jobSummary } from '../../jobs/summary.js';
-import type { EngineSchedule } from './schedule.js';
 import { outboxOn } from '../notify/events.js';
+import { Scripts } from '../redis/script-loader.js';
+import type { LiveReplicas } from './ownership.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
 export interface PublishedDefinition {
@@ -27,8 +30,8 @@ export interface PublishedDefinition {
   timeZone: string;
   jitterMs: number;
   startingDeadlineMs: number | null;
-  concurrencyPolicy: EngineSchedule['concurrencyPolicy'];
-  onResume: 'skip' | 'latest';
+  concurrencyPolicy: ConcurrencyPolicy;
+  onResume: OnResumePolicy;
   definitionHash: string;
   replica: string;
   /** Redis time (ms) the publishing replica loaded this definition. */
@@ -55,69 +58,18 @@ export interface PublishedDefinition {
 }
 
 /** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
-function sourceOf(s: EngineSchedule): string | undefined {
-  const src = (s as { source?: { file: string; line?: number } | string }).source;
-  if (typeof src === 'string') return src;
-  return src ? `${src.file}${src.line ? `:${src.line}` : ''}` : undefined;
+function sourceOf(s: Pick<CompiledSchedule, 'source'>): string {
+  return `${s.source.file}${s.source.line ? `:${s.source.line}` : ''}`;
 }
-
-/**
- * KEYS[1] definitions (HASH), KEYS[2] version (counter); ARGV[1] replica, then pairs of name and JSON (without
- * loadedAtMs: the script stamps it with the Redis time), then '|' and the names this replica no longer runs.
- * Returns: 1 when something changed (and the version was bumped), else 0.
- */
-const PUBLISH_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local changed = false
-local i = 2
-while ARGV[i] ~= '|' do
-  local name, mine = ARGV[i], cjson.decode(ARGV[i + 1])
-  local raw = redis.call('HGET', KEYS[1], name)
-  local cur = raw and cjson.decode(raw)
-  if cur and cur.definitionHash == mine.definitionHash then
-    -- Same content: nothing to decide; name the latest publisher, which is the one most likely to be alive
-    -- (a publication counts while its publisher is a live member).
-    if cur.replica ~= ARGV[1] then
-      cur.replica = ARGV[1]
-      redis.call('HSET', KEYS[1], name, cjson.encode(cur))
-      changed = true
-    end
-  else
-    mine.loadedAtMs = now
-    redis.call('HSET', KEYS[1], name, cjson.encode(mine))
-    changed = true
-  end
-  i = i + 2
-end
-for j = i + 1, #ARGV do
-  local raw = redis.call('HGET', KEYS[1], ARGV[j])
-  if raw and cjson.decode(raw).replica == ARGV[1] then
-    redis.call('HDEL', KEYS[1], ARGV[j])
-    changed = true
-  end
-end
-if changed then redis.call('INCR', KEYS[2]) return 1 end
-return 0
-`;
 
 /**
  * Whether `replica` is a live member of the planning membership now, on the Redis clock. One script keyed on
  * the membership set, so that in a Redis Cluster the TIME comes from the node that owns the flock's keys.
  */
 export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: string): Promise<boolean> {
-  const live = await redis.eval(IS_LIVE_LUA, 1, keys.replicas, replica);
+  const live = await Scripts.on(redis).run('is-live-member', [keys.replicas], [replica]);
   return Number(live) === 1;
 }
-
-const IS_LIVE_LUA = `
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not expiry then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(expiry) > now then return 1 end
-return 0
-`;
 
 /** Schedules per publish script call. */
 const PUBLISH_CHUNK = 1000;
@@ -129,32 +81,35 @@ export class Definitions {
   private publishers = new Set<string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
-  private mine: readonly EngineSchedule[] = [];
-  /** Whether a replica is a live member; until the first membership view, every publisher counts as live. */
-  isLive: (replica: string) => boolean = () => true;
-
+  private mine: readonly CompiledSchedule[] = [];
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly replica: string,
+    /** Who is a live member (the planner's membership view; every publisher counts as live before the first). */
+    private readonly live: Pick<LiveReplicas, 'has'>,
   ) {}
+
+  private isLive(replica: string): boolean {
+    return this.live.has(replica);
+  }
 
   /**
    * Publishes this replica's definitions (they win: they are the latest loaded) and withdraws the names it no
    * longer runs (only where its own publication is the current one). Then refreshes the view.
    */
-  async publish(schedules: readonly EngineSchedule[], removed: readonly string[] = []): Promise<void> {
+  async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(schedules, removed);
     this.mine = schedules;
     await this.refresh(true);
   }
 
-  private async publishOnly(schedules: readonly EngineSchedule[], removed: readonly string[]): Promise<void> {
+  private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: string[] = [this.replica];
     const flush = async (removedNames: readonly string[]): Promise<void> => {
-      await this.redis.eval(PUBLISH_LUA, 2, this.keys.definitions, this.versionKey, ...args, '|', ...removedNames);
+      await Scripts.on(this.redis).run('publish-definitions', [this.keys.definitions, this.keys.definitionsVersion], [...args, '|', ...removedNames]);
       args = [this.replica];
     };
     for (const s of schedules) {
@@ -165,8 +120,8 @@ export class Definitions {
         jitterMs: s.jitterMs,
         startingDeadlineMs: s.startingDeadlineMs,
         concurrencyPolicy: s.concurrencyPolicy,
-        onResume: s.onResume ?? 'latest',
-        definitionHash: s.definitionHash ?? '',
+        onResume: s.onResume,
+        definitionHash: s.definitionHash,
         replica: this.replica,
         ...(on ? { outboxOn: on } : {}),
         source: sourceOf(s),
@@ -183,17 +138,13 @@ export class Definitions {
     if (args.length > 1 || removed.length === 0) await flush([]);
   }
 
-  private get versionKey(): string {
-    return `${this.keys.definitions}:version`;
-  }
-
   /**
    * Re-reads the published definitions when their version changed (one GET otherwise), and re-publishes this
    * replica's definitions of schedules whose winning publisher is no longer live.
    * @returns true when the view changed (re-read or re-published).
    */
   async refresh(force = false): Promise<boolean> {
-    const v = await this.redis.get(this.versionKey);
+    const v = await this.redis.get(this.keys.definitionsVersion);
     let changed = false;
     if (force || v !== this.version) {
       const all = await this.redis.hgetall(this.keys.definitions);
@@ -227,7 +178,7 @@ export class Definitions {
    * Of schedules whose publisher this replica's membership view (up to a tick old) misses, those whose publisher
    * is not a member in Redis now either: a replica that has just joined and published is not taken for gone.
    */
-  private async stillOrphaned(candidates: readonly EngineSchedule[]): Promise<EngineSchedule[]> {
+  private async stillOrphaned(candidates: readonly CompiledSchedule[]): Promise<CompiledSchedule[]> {
     const publishers = [...new Set(candidates.map((s) => this.winners.get(s.name)!.replica))];
     const live = new Set<string>();
     for (const r of publishers) if (await isLiveMember(this.redis, this.keys, r)) live.add(r);
@@ -252,8 +203,8 @@ export class Definitions {
    * True when this replica's definition of `s` is the published one, or nothing is published for it, or its
    * publisher is no longer live.
    */
-  isCurrent(s: EngineSchedule): boolean {
+  isCurrent(s: CompiledSchedule): boolean {
     const w = this.winners.get(s.name);
-    return w === undefined || s.definitionHash === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
+    return w === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
   }
 }

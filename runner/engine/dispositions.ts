@@ -1,6 +1,6 @@
 /**
  * What becomes of an occurrence when it is planned — run it, or record it missed/skipped with a reason — is
- * decided by the plan script on the Redis clock (runner/redis/scripts/plan.ts states the rules: suspended,
+ * decided by the plan script on the Redis clock (runner/redis/lua/plan.lua states the rules: suspended,
  * starting deadline, catch-up). Deciding it here, on this host's estimate of Redis time, would let a stale
  * estimate (a host clock step) record final states that Redis time does not support.
  *
@@ -12,7 +12,7 @@ import type { PlanPolicy } from '../redis/store.js';
 
 /**
  * Start of the reason the plan script records on a catch-up run (an overdue occurrence the catch-up policy
- * keeps; keep in step with scripts/plan.ts). Such runs are late by definition and go to the backlog lane, not ahead of occurrences that are on time (enqueue.ts).
+ * keeps; keep in step with runner/redis/lua/plan.lua). Such runs are late by definition and go to the backlog lane, not ahead of occurrences that are on time (enqueue.ts).
  */
 export const CATCH_UP_RUN_REASON = 'catch-up: run late';
 
@@ -21,9 +21,6 @@ export function isCatchUpRun(reason: string | undefined): boolean {
   return reason?.startsWith(CATCH_UP_RUN_REASON) ?? false;
 }
 
-/** Schedule fields the plan script's decision needs. */
-export type DispositionPolicy = PlanPolicy;
-
 /** One occurrence to offer. Times UTC ms. */
 export interface Candidate {
   dueMs: number;
@@ -31,7 +28,7 @@ export interface Candidate {
 }
 
 /** How many of the newest overdue occurrences of one offer run (catchUp none: 0, latest: 1, all: maxCatchUpRuns). */
-export function catchUpKeep(policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatchUpRuns'>): number {
+export function catchUpKeep(policy: Pick<PlanPolicy, 'catchUp' | 'maxCatchUpRuns'>): number {
   return policy.catchUp === 'none' ? 0 : policy.catchUp === 'latest' ? 1 : Math.max(0, policy.maxCatchUpRuns);
 }
 
@@ -41,7 +38,7 @@ export function catchUpKeep(policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatc
  * records an overdue candidate missed exactly when that one is overdue too.
  * @returns one value per candidate, same order.
  */
-export function keepFireTimes(candidates: readonly Candidate[], policy: Pick<DispositionPolicy, 'catchUp' | 'maxCatchUpRuns'>): (number | null)[] {
+export function keepFireTimes(candidates: readonly Candidate[], policy: Pick<PlanPolicy, 'catchUp' | 'maxCatchUpRuns'>): (number | null)[] {
   const keep = catchUpKeep(policy);
   return candidates.map((_, i) => candidates[i + keep]?.fireMs ?? null);
 }

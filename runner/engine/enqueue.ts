@@ -19,7 +19,7 @@ import { Queue } from 'bullmq';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
-import type { Origin } from '../redis/store.js';
+import type { Origin } from '../records/runs.js';
 import { isCatchUpRun } from './dispositions.js';
 
 /** Data of a BullMQ job: one occurrence. Times UTC ms. */

@@ -18,50 +18,33 @@ import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
 import type { RedisClient } from '../redis/connect.js';
 import { findJobKind } from '../../jobs/registry.js';
-import { isJobSkipped, type JobContext } from '../../jobs/types.js';
+import { isJobSkipped, RESULT_LIMIT, type JobContext } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import type { Keyspace } from '../redis/keys.js';
 import { RedisJobCoordination } from '../redis/job-locks.js';
 import type { RedisClock } from '../redis/clock.js';
-import type { FinishResult, Origin, Store } from '../redis/store.js';
+import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
+import type { EngineEvents, RunEvent } from './events.js';
 import type { RunnerOptions } from './options.js';
 import type { OccurrenceJobData } from './enqueue.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
+import { sleep } from '../time/wait.js';
 
-/** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
-export interface RunEvent {
-  schedule: string;
-  key: string;
-  state:
-    | 'started'
-    | 'succeeded'
-    | 'failed'
-    | 'retrying'
-    | 'lost'
-    | 'handover'
-    | 'skipped'
-    | 'missed'
-    | 'paused'
-    | 'final'
-    | 'stale'
-    | 'stalled-out';
-  replica: string;
-  /** Where the occurrence comes from (the planner, trigger, backfill, resume). */
-  origin?: Origin;
-  attempt?: number;
-  fencingToken?: number;
-  dueMs: number;
-  fireMs: number;
-  startMs?: number;
-  endMs?: number;
-  error?: string;
-  /** For a lost claim: whether its late completion was refused. */
-  recorded?: boolean;
+/** What the executor needs from the rest of the replica, given at construction. */
+export interface ExecutorRequirements {
+  /** Where runs are reported (`run`). */
+  events: EngineEvents;
+  /** Whether this replica's definition of a schedule is the published one (see definitions.ts); default: yes. */
+  isCurrent?: (s: CompiledSchedule) => boolean;
+  /** Whether some live replica publishes a definition of this schedule name; default: none does. */
+  isPublished?: (name: string) => boolean;
+  /** Traces of attempts (runner/tracing/): gives each job its span context; default: no tracing. */
+  tracer?: OccurrenceTracer;
 }
 
 interface ActiveRun {
@@ -71,32 +54,17 @@ interface ActiveRun {
 /** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
 const FIRE_MARGIN_MS = 2;
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-
 /** Runs claimed occurrences on this replica. */
 export class Executor {
   private workers: Worker<OccurrenceJobData>[] = [];
   private readonly stopping = new AbortController();
   private readonly active = new Map<string, ActiveRun>();
-  private schedules = new Map<string, EngineSchedule>();
-  /** Listeners of finished runs (tests, demo). */
-  onRun: ((e: RunEvent) => void) | undefined;
-  /** Whether this replica's definition of a schedule is the published one (see definitions.ts). */
-  isCurrent: (s: EngineSchedule) => boolean = () => true;
-  /** Whether some replica publishes a definition of this schedule name. */
-  isPublished: (name: string) => boolean = () => false;
+  private schedules = new Map<string, CompiledSchedule>();
+  private readonly isCurrent: (s: CompiledSchedule) => boolean;
+  private readonly isPublished: (name: string) => boolean;
+  private readonly events: EngineEvents;
   /** Traces of attempts (runner/tracing/); none unless tracing is on. */
-  tracer: OccurrenceTracer = NO_TRACING;
+  private readonly tracer: OccurrenceTracer;
 
   constructor(
     private readonly store: Store,
@@ -105,13 +73,18 @@ export class Executor {
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
+    needs: ExecutorRequirements,
   ) {
+    this.events = needs.events;
+    this.isCurrent = needs.isCurrent ?? (() => true);
+    this.isPublished = needs.isPublished ?? (() => false);
+    this.tracer = needs.tracer ?? NO_TRACING;
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
     setMaxListeners(0, this.stopping.signal);
   }
 
   /** Sets the schedules this replica knows; deliveries of other schedules are recorded skipped. */
-  setSchedules(schedules: readonly EngineSchedule[]): void {
+  setSchedules(schedules: readonly CompiledSchedule[]): void {
     this.schedules = new Map(schedules.map((s) => [s.name, s]));
   }
 
@@ -157,12 +130,12 @@ export class Executor {
     this.stopping.abort(); // jobs still waiting for their fire time go back at once
     // Monotonic: a step of the host clock must not cut the grace short or stretch it.
     const deadline = performance.now() + graceMs;
-    while (this.active.size > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (this.active.size > 0 && performance.now() < deadline) await sleep(50);
     for (const run of this.active.values()) run.holder.abort(new ClaimLostError('replica shutting down: handed over', 'handover'));
     // Wait for the hand-overs (release + job back in wait), not for job code that ignores its signal: that
     // code is fenced, and the process must be able to exit.
     const handoverDeadline = performance.now() + 5_000;
-    while (this.active.size > 0 && performance.now() < handoverDeadline) await new Promise((r) => setTimeout(r, 20));
+    while (this.active.size > 0 && performance.now() < handoverDeadline) await sleep(20);
     await closing;
   }
 
@@ -181,11 +154,7 @@ export class Executor {
   }
 
   private emit(e: RunEvent): void {
-    try {
-      this.onRun?.(e);
-    } catch {
-      /* a listener's bug must not affect runs */
-    }
+    this.events.report('run', e);
   }
 
   /** The worker of the lane (queue) a job came from: BullMQ moves a job only through its own queue's keys. */
@@ -321,7 +290,7 @@ export class Executor {
   private async run(
     job: Job<OccurrenceJobData>,
     token: string | undefined,
-    sched: EngineSchedule,
+    sched: CompiledSchedule,
     kind: NonNullable<ReturnType<typeof findJobKind>>,
     claim: { token: number; attempt: number; nowMs: number },
     sentMono: number,
@@ -345,7 +314,7 @@ export class Executor {
       signal: holder.signal,
       log,
       replica: o.replica,
-      coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica),
+      coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica, log),
       schedule: { concurrencyPolicy: sched.concurrencyPolicy, timeoutMs: sched.timeoutMs },
       ...(sched.signing ? { signBody: signerOf(sched.signing.keys) } : {}),
       // Tracing (runner/tracing/): the attempt's span context for the job; undefined when tracing is off.
@@ -463,7 +432,7 @@ export class Executor {
     token: number,
     r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
     retries: number,
-    sched?: Pick<EngineSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+    sched?: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;
@@ -498,7 +467,7 @@ function errorText(err: unknown): string {
 function safeJson(v: unknown): string | undefined {
   try {
     const s = JSON.stringify(v);
-    return s && s.length <= 4096 ? s : undefined;
+    return s && s.length <= RESULT_LIMIT ? s : undefined;
   } catch {
     return undefined;
   }

@@ -39,7 +39,7 @@ export interface RunnerOptions {
    * one replica holds at once, beside and never instead of the live slots.
    */
   backlogConcurrency: number;
-  /** Backfill occurrences admitted at once across the whole flock (scripts/backfill.ts): the backfill's pace. */
+  /** Backfill occurrences admitted at once across the whole flock (runner/redis/lua/backfill-admit.lua): the backfill's pace. */
   backfillConcurrency: number;
   /** On SIGTERM, how long running runs may finish before they are aborted and handed over. */
   shutdownGraceMs: number;

@@ -12,6 +12,7 @@
  * every schedule it may plan, as if alone, until their digests agree again.
  */
 import { createHash } from 'node:crypto';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** One live member as the heartbeat script returns it. */
 export interface Member {
@@ -23,8 +24,8 @@ export interface Member {
  * Digest of a replica's definitions: sha256 (hex, first 32 chars) over the sorted `name=definitionHash` lines.
  * Equal digests mean the replicas would plan the same occurrences.
  */
-export function definitionsDigest(schedules: readonly { name: string; definitionHash?: string }[]): string {
-  const lines = schedules.map((s) => `${s.name}=${s.definitionHash ?? ''}`).sort();
+export function definitionsDigest(schedules: readonly Pick<CompiledSchedule, 'name' | 'definitionHash'>[]): string {
+  const lines = schedules.map((s) => `${s.name}=${s.definitionHash}`).sort();
   const h = createHash('sha256');
   for (const l of lines) h.update(l).update('\n');
   return h.digest('hex').slice(0, 32);
@@ -88,5 +89,35 @@ export class OwnershipView {
   /** True when both views divide among the same replicas (or neither divides). */
   sameAs(other: OwnershipView): boolean {
     return this.sharing.length === other.sharing.length && this.sharing.every((r, i) => r === other.sharing[i]);
+  }
+}
+
+/**
+ * The live replicas of the latest membership view (the planner's heartbeat), for whoever needs to know whether a
+ * replica is alive: a published definition counts while its publisher is live (definitions.ts). Before the
+ * first view, every replica counts as live.
+ */
+export class LiveReplicas {
+  private names: ReadonlySet<string> | undefined;
+
+  /** Whether `replica` was a live member at the latest view (true before the first view). */
+  has(replica: string): boolean {
+    return this.names?.has(replica) ?? true;
+  }
+
+  /** The live replicas of the latest view (empty before the first one). */
+  members(): string[] {
+    return [...(this.names ?? [])];
+  }
+
+  /**
+   * Takes the members of a new view.
+   * @returns whether the set of live replicas changed (true for the first view).
+   */
+  update(members: readonly string[]): boolean {
+    const before = this.names;
+    const changed = before === undefined || members.length !== before.size || members.some((m) => !before.has(m));
+    this.names = new Set(members);
+    return changed;
   }
 }

@@ -33,38 +33,44 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
-import type { PlannedFinalOccurrence, PlannedOccurrence, Store } from '../redis/store.js';
+import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
 import { applyWindows } from './windows.js';
 import { MinHeap } from './heap.js';
-import { definitionsDigest, OwnershipView } from './ownership.js';
+import type { EngineEvents } from './events.js';
+import { definitionsDigest, OwnershipView, type LiveReplicas } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
-import type { PlannedOccurrenceTrace } from '../tracing/tracer.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
-import type { EngineSchedule } from './schedule.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** Most candidates one schedule contributes to one tick (a catch-up after a long pause is spread over ticks). */
 const MAX_PER_SCHEDULE_PER_TICK = 5_000;
 /** Occurrences per plan script call. */
 const PLAN_CHUNK = 500;
 
-/** Plans occurrences of a set of schedules; one per replica. */
-export class Planner {
-  private readonly heap = new MinHeap<EngineSchedule>();
-  private readonly cursors = new Map<string, number>();
-  /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
-  private current = new Map<string, EngineSchedule>();
-  /** Whether this replica may plan a schedule (its definition is the published winner); default yes. */
-  mayPlan: (s: EngineSchedule) => boolean = () => true;
+/** What the planner needs from the rest of the replica, given at construction. */
+export interface PlannerRequirements {
+  /** Where what the planner records is reported (`plannedFinal`, `plannedLate`, `planned`). */
+  events: EngineEvents;
+  /** The membership view the planner keeps up to date at every heartbeat, for the others to read. */
+  live: LiveReplicas;
+  /** Whether this replica may plan a schedule (its definition is the published winner); default: yes. */
+  mayPlan?: (s: CompiledSchedule) => boolean;
   /**
    * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
    * what `mayPlan` answers may have changed.
    */
-  beforeTick: (() => Promise<boolean | void>) | undefined;
-  /** The live replicas of the latest membership view (undefined before the first heartbeat). */
-  liveReplicas: ReadonlySet<string> | undefined;
+  beforeTick?: () => Promise<boolean | void>;
+}
+
+/** Plans occurrences of a set of schedules; one per replica. */
+export class Planner {
+  private readonly heap = new MinHeap<CompiledSchedule>();
+  private readonly cursors = new Map<string, number>();
+  /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
+  private current = new Map<string, CompiledSchedule>();
   /** Names this replica offered as of the latest check (mayPlan and owned); undefined before the first one. */
   private plannable: Set<string> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -84,12 +90,7 @@ export class Planner {
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Monotonic time (performance.now(), ms) of the last tick that completed; readiness checks it. */
   lastTickOkAt = 0;
-  /** Called with each occurrence this replica recorded missed or skipped when planning (metrics, Schedule status). */
-  onFinal: ((o: PlannedFinalOccurrence) => void) | undefined;
-  /** Called with each occurrence this replica recorded to run with a reason (delayed by a blackout, caught up late). */
-  onPlannedLate: ((o: { schedule: string; key: string; reason: string }) => void) | undefined;
-  /** Called with the occurrences one plan call recorded and its start and end on the Redis clock (tracing). */
-  onPlanned: ((items: PlannedOccurrenceTrace[], startMs: number, endMs: number) => void) | undefined;
+  private readonly mayPlan: (s: CompiledSchedule) => boolean;
 
   constructor(
     private readonly store: Store,
@@ -98,13 +99,16 @@ export class Planner {
     private readonly clock: RedisClock,
     private readonly opts: RunnerOptions,
     private readonly log: Logger,
-  ) {}
+    private readonly needs: PlannerRequirements,
+  ) {
+    this.mayPlan = needs.mayPlan ?? (() => true);
+  }
 
   /**
    * Joins the planning membership before the replica publishes its definitions, so that the others see a live
    * publisher (definitions.ts) and do not take its new definitions for a departed replica's.
    */
-  async join(schedules: readonly EngineSchedule[]): Promise<void> {
+  async join(schedules: readonly CompiledSchedule[]): Promise<void> {
     this.digest = definitionsDigest(schedules);
     await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
   }
@@ -113,7 +117,7 @@ export class Planner {
    * Loads watermarks and starts ticking. A schedule with a watermark resumes after it (bounded by the horizon);
    * a schedule never planned starts at the current time, so a new schedule does not catch up on its past.
    */
-  async start(schedules: readonly EngineSchedule[]): Promise<void> {
+  async start(schedules: readonly CompiledSchedule[]): Promise<void> {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
     this.current = new Map(schedules.map((s) => [s.name, s]));
@@ -138,14 +142,14 @@ export class Planner {
    * applies from its next due time after now; an added one starts at now; a removed one is no longer planned.
    * @returns the names added, changed and removed.
    */
-  update(schedules: readonly EngineSchedule[]): { added: string[]; changed: string[]; removed: string[] } {
+  update(schedules: readonly CompiledSchedule[]): { added: string[]; changed: string[]; removed: string[] } {
     const now = this.clock.now();
     const prev = this.current;
-    const next = new Map<string, EngineSchedule>();
+    const next = new Map<string, CompiledSchedule>();
     const diff = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
     for (const s of schedules) {
       const old = prev.get(s.name);
-      if (old && old.definitionHash !== undefined && old.definitionHash === s.definitionHash) {
+      if (old && old.definitionHash === s.definitionHash) {
         next.set(s.name, old);
         continue;
       }
@@ -188,15 +192,14 @@ export class Planner {
    * owner changes to this replica, or when this replica's definition becomes the one to plan again (its newer
    * rival's publisher left): both are re-checked only when the membership or the definitions changed.
    */
-  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: EngineSchedule[] }> {
+  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
     const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
     const before = this.view;
     const view = new OwnershipView(members, this.opts.replica, this.digest);
     this.view = view;
     const membershipChanged = before !== undefined && !before.sameAs(view);
-    const liveChanged = this.liveReplicas === undefined || members.length !== this.liveReplicas.size || members.some((m) => !this.liveReplicas!.has(m.replica));
-    this.liveReplicas = new Set(members.map((m) => m.replica));
-    const gained: EngineSchedule[] = [];
+    const liveChanged = this.needs.live.update(members.map((m) => m.replica));
+    const gained: CompiledSchedule[] = [];
     if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged) {
       const now = new Set<string>();
       for (const s of this.current.values()) if (this.mayPlan(s) && view.owns(s.name)) now.add(s.name);
@@ -228,11 +231,11 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
-    const definitionsChanged = (await this.beforeTick?.()) === true;
+    const definitionsChanged = (await this.needs.beforeTick?.()) === true;
     const { view, gained } = await this.refreshView(definitionsChanged);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
-    const popped: { s: EngineSchedule; next: number }[] = [];
+    const popped: { s: CompiledSchedule; next: number }[] = [];
     const items: PlannedOccurrence[] = [];
     const advanced = new Map<string, number>();
     // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
@@ -332,15 +335,17 @@ export class Planner {
       this.counters.finals += finals.length;
       for (const f of finals) {
         const o = byKey.get(f.key)!;
-        this.onFinal?.({ ...f, schedule: o.schedule, dueMs: o.dueMs });
+        this.needs.events.report('plannedFinal', { ...f, schedule: o.schedule, dueMs: o.dueMs });
       }
-      for (const e of toEnqueue) if (e.reason !== '') this.onPlannedLate?.({ ...e, schedule: byKey.get(e.key)!.schedule });
+      for (const e of toEnqueue) if (e.reason !== '') this.needs.events.report('plannedLate', { ...e, schedule: byKey.get(e.key)!.schedule });
       // Tracing (runner/tracing/): the plan span of each occurrence recorded here.
-      this.onPlanned?.(
-        [...toEnqueue.map((e) => ({ ...e, state: 'scheduled' as const })), ...finals].map(({ key, state, reason }) => ({ ...byKey.get(key)!, key, state, reason })),
-        planStartMs,
-        this.clock.now(),
-      );
+      if (this.needs.events.listenerCount('planned') > 0) {
+        this.needs.events.report('planned', {
+          items: [...toEnqueue.map((e) => ({ ...e, state: 'scheduled' as const })), ...finals].map(({ key, state, reason }) => ({ ...byKey.get(key)!, key, state, reason })),
+          startMs: planStartMs,
+          endMs: this.clock.now(),
+        });
+      }
       if (toEnqueue.length > 0) {
         await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
       }
@@ -383,7 +388,7 @@ export class Planner {
 }
 
 /** Adds the offer of one schedule's candidates (due-time order) to `items`, for the plan script to decide. */
-function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Candidate[]): void {
+function offer(items: PlannedOccurrence[], s: CompiledSchedule, cands: readonly Candidate[]): void {
   for (const it of offerOf(s, cands)) items.push(it);
 }
 
@@ -392,7 +397,7 @@ function offer(items: PlannedOccurrence[], s: EngineSchedule, cands: readonly Ca
  * blackouts first (windows.ts: a fixed final state, or a later fire time with its reason), then, among those they
  * let run only (a skipped due time takes no catch-up place), the fire time `keep` places later (dispositions.ts).
  */
-export function offerOf(s: EngineSchedule, cands: readonly Candidate[]): PlannedOccurrence[] {
+export function offerOf(s: CompiledSchedule, cands: readonly Candidate[]): PlannedOccurrence[] {
   const windowed = applyWindows(cands, s);
   const open = windowed.filter((c) => c.fixed === undefined);
   const keep = new Map(keepFireTimes(open, s).map((k, j) => [open[j]!, k]));

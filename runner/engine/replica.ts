@@ -6,24 +6,27 @@ import type { Logger } from '../log.js';
 import { MAX_HOST_SKEW_MS, RedisClock, type ClockSample } from '../redis/clock.js';
 import { connectCommands, connectWorker, redactRedisUrl, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
-import { Store, type PlannedFinalOccurrence } from '../redis/store.js';
+import { Store } from '../redis/store.js';
 import { AdminServer } from '../admin/server.js';
 import { Metrics } from '../admin/metrics.js';
 import { FlockWideCache } from '../admin/flock-wide-cache.js';
 import { feedScheduleHealth, laneJobCounts, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { explainRedisError } from '../redis/explain.js';
-import { settlesWithin, sleepUnlessAborted } from '../time/wait.js';
+import { settlesWithin, sleep } from '../time/wait.js';
 import { linkedSignal } from '../time/deadline.js';
 import { totalBackfill } from '../records/backfill.js';
+import { scheduleOfKey } from '../schedule/occurrence.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
 import { closeLanes, openLanes, type Lanes } from './enqueue.js';
-import { Executor, type RunEvent } from './executor.js';
+import { EngineEvents } from './events.js';
+import { Executor } from './executor.js';
+import { LiveReplicas } from './ownership.js';
 import type { RunnerOptions } from './options.js';
 import { Planner } from './planner.js';
 import { OutboxDeliverer } from '../outbox/deliverer.js';
-import type { EngineSchedule } from './schedule.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
@@ -53,36 +56,81 @@ export class Replica {
   private syncing: Promise<void> | undefined;
   /** Whether the host clock was within MAX_HOST_SKEW_MS of the Redis clock at the last look (logged on change). */
   private hostClockInBounds = true;
-  /** Prometheus metrics of this replica. */
-  metrics!: Metrics;
-  /** The admin server, when started. */
-  admin: AdminServer | undefined;
-  /** The published definitions, as last read. */
-  definitions!: Definitions;
   private stopping: Promise<void> | undefined;
-  /** The flock-wide values the admin server serves, and the loop that reads them. */
-  private cache!: FlockWideCache;
   /** Names of the schedules this replica runs (what the flock-wide cache reports). */
-  private names: ReadonlySet<string> = new Set();
+  private names: ReadonlySet<string>;
+  readonly opts: RunnerOptions;
+  readonly keys: Keyspace;
+  readonly store: Store;
+  readonly clock: RedisClock;
+  readonly planner: Planner;
+  readonly executor: Executor;
+  readonly admission: BackfillAdmission;
+  /** The published definitions, as last read. */
+  readonly definitions: Definitions;
+  /** The live replicas of the planner's latest membership view. */
+  readonly live: LiveReplicas;
+  /** What this replica reports as it plans and runs (engine/events.ts). */
+  readonly events: EngineEvents;
+  /** Prometheus metrics of this replica. */
+  readonly metrics: Metrics;
+  /** The admin server, when started. */
+  readonly admin: AdminServer | undefined;
+  /** The flock-wide values the admin server serves, and the loop that reads them. */
+  private readonly cache: FlockWideCache;
+  private readonly lanes: Lanes;
+  private readonly conns: RedisClient[];
+  private readonly log: Logger;
   /** Delivers the flock's notifications and heartbeat pings (runner/outbox/); set once the replica runs. */
   outbox: OutboxDeliverer | undefined;
   /** The schedules this replica runs (their health is reported). */
-  private running: readonly EngineSchedule[] = [];
+  private running: readonly CompiledSchedule[];
   /** Traces of occurrences (runner/tracing/); flushed at stop. */
-  private tracing: OccurrenceTracer = NO_TRACING;
+  private readonly tracing: OccurrenceTracer;
 
-  private constructor(
-    readonly opts: RunnerOptions,
-    readonly keys: Keyspace,
-    readonly store: Store,
-    readonly clock: RedisClock,
-    readonly planner: Planner,
-    readonly executor: Executor,
-    readonly admission: BackfillAdmission,
-    private readonly lanes: Lanes,
-    private readonly conns: RedisClient[],
-    private readonly log: Logger,
-  ) {}
+  private constructor(parts: {
+    opts: RunnerOptions;
+    keys: Keyspace;
+    store: Store;
+    clock: RedisClock;
+    planner: Planner;
+    executor: Executor;
+    admission: BackfillAdmission;
+    definitions: Definitions;
+    live: LiveReplicas;
+    events: EngineEvents;
+    metrics: Metrics;
+    admin: AdminServer | undefined;
+    cache: FlockWideCache;
+    names: ReadonlySet<string>;
+    lanes: Lanes;
+    conns: RedisClient[];
+    log: Logger;
+    running: readonly CompiledSchedule[];
+    tracing: OccurrenceTracer;
+  }) {
+    ({
+      opts: this.opts,
+      keys: this.keys,
+      store: this.store,
+      clock: this.clock,
+      planner: this.planner,
+      executor: this.executor,
+      admission: this.admission,
+      definitions: this.definitions,
+      live: this.live,
+      events: this.events,
+      metrics: this.metrics,
+      admin: this.admin,
+      cache: this.cache,
+      names: this.names,
+      lanes: this.lanes,
+      conns: this.conns,
+      log: this.log,
+      running: this.running,
+      tracing: this.tracing,
+    } = parts);
+  }
 
   /**
    * Starts the admin server (at once: `/healthz` answers while Redis is unreachable), connects, synchronises
@@ -94,12 +142,11 @@ export class Replica {
     /** Any URL form of runner/redis/url.ts: one server, Sentinel or Cluster; `rediss…` with `redisTls`. */
     redisUrl: string;
     redisTls?: RedisTlsFiles;
-    schedules: readonly EngineSchedule[];
+    schedules: readonly CompiledSchedule[];
     options: RunnerOptions;
     log: Logger;
-    onRun?: (e: RunEvent) => void;
-    /** Called with each occurrence this replica's planner recorded missed or skipped. */
-    onPlannedFinal?: (o: PlannedFinalOccurrence) => void;
+    /** Where the replica reports runs (subscribe before it starts to miss none); default: a new one. */
+    events?: EngineEvents;
     /** Where to serve /metrics, /healthz and /readyz; null: no admin server. */
     admin?: { host: string; port: number } | null;
     /** Aborting stops a start that is still waiting for Redis. */
@@ -128,6 +175,8 @@ export class Replica {
       sinceMs: (name) => r?.definitions.loadedAtMs(name),
       nowMs: () => clock.now(),
     });
+    const events = p.events ?? new EngineEvents();
+    metrics.subscribeTo(events);
     cache.onBackfill = (counts) => metrics.setBackfill(counts);
     const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
@@ -168,43 +217,56 @@ export class Replica {
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       cache.readQueues = () => laneJobCounts(lanes);
       const store = new Store(cmd, keys);
-      const planner = new Planner(store, lanes, keys, clock, o, log);
-      const executor = new Executor(store, keys, wrk, clock, o, log);
+      // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
+      const live = new LiveReplicas();
+      const definitions = new Definitions(cmd, keys, o.replica, live);
+      const planner = new Planner(store, lanes, keys, clock, o, log, {
+        events,
+        live,
+        mayPlan: (s) => definitions.isCurrent(s),
+        beforeTick: () => definitions.refresh(),
+      });
+      const executor = new Executor(store, keys, wrk, clock, o, log, {
+        events,
+        isCurrent: (s) => definitions.isCurrent(s),
+        isPublished: (name) => definitions.has(name),
+        tracer: p.tracing ?? NO_TRACING,
+      });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
       // Tracing (runner/tracing/): plans, attempts and final states become spans of one trace per occurrence.
       const tracing = p.tracing ?? NO_TRACING;
-      executor.onRun = (e) => {
-        metrics.onRun(e);
-        // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+      if (tracing !== NO_TRACING) {
+        events.on('run', (e) => tracing.onRun(e));
+        events.on('planned', (x) => tracing.planned(x.items, x.startMs, x.endMs));
+      }
+      // A backfill run that ended (or was paused) frees its place: admit the next one now, not at the next tick.
+      events.on('run', (e) => {
         if (e.origin === 'backfill' && e.state !== 'started' && e.state !== 'retrying') admission.kick();
-        tracing.onRun(e);
-        p.onRun?.(e);
-      };
-      executor.tracer = tracing;
-      if (tracing !== NO_TRACING) planner.onPlanned = (items, startMs, endMs) => tracing.planned(items, startMs, endMs);
-      planner.onFinal = (x) => {
-        metrics.onPlannedFinal(x);
-        p.onPlannedFinal?.(x);
-      };
-      planner.onPlannedLate = (x) => metrics.onPlannedLate(x);
+      });
       executor.setSchedules(p.schedules);
-      const replica = (built = new Replica(o, keys, store, clock, planner, executor, admission, lanes, [cmd, wrk], log));
-      replica.metrics = metrics;
-      replica.admin = admin;
-      replica.cache = cache;
-      replica.names = names;
-      replica.running = p.schedules;
-      replica.tracing = tracing;
-      const definitions = new Definitions(cmd, keys, o.replica);
+      const replica = (built = new Replica({
+        opts: o,
+        keys,
+        store,
+        clock,
+        planner,
+        executor,
+        admission,
+        definitions,
+        live,
+        events,
+        metrics,
+        admin,
+        cache,
+        names,
+        lanes,
+        conns: [cmd, wrk],
+        log,
+        running: p.schedules,
+        tracing,
+      }));
       await planner.join(p.schedules);
       await definitions.publish(p.schedules);
-      replica.definitions = definitions;
-      planner.mayPlan = (s) => definitions.isCurrent(s);
-      planner.beforeTick = () => definitions.refresh();
-      // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
-      definitions.isLive = (name) => planner.liveReplicas?.has(name) ?? true;
-      executor.isCurrent = (s) => definitions.isCurrent(s);
-      executor.isPublished = (name) => definitions.has(name);
       if (p.signal?.aborted) throw new ReplicaStartAborted();
       executor.start();
       replica.outbox = new OutboxDeliverer(cmd, keys, { replica: o.replica, namespace: o.namespace, now: () => clock.now() }, log);
@@ -235,7 +297,7 @@ export class Replica {
    * removed one stops, and its planned occurrences are recorded skipped (schedule removed). Runs in flight
    * finish. The new definitions are published: being the latest loaded, they win (definitions.ts).
    */
-  async reload(schedules: readonly EngineSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+  async reload(schedules: readonly CompiledSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.update(schedules);
     this.executor.setSchedules(schedules);
     this.outbox?.setSchedules(schedules);
@@ -244,7 +306,7 @@ export class Replica {
     const touched = new Set([...diff.changed, ...diff.removed]);
     if (touched.size > 0) {
       for (const key of await this.store.redis.zrange(this.keys.pending, 0, -1)) {
-        const name = key.slice(0, key.lastIndexOf('@'));
+        const name = scheduleOfKey(key);
         if (!touched.has(name) || key.includes('~')) continue;
         const s = byName.get(name);
         const dueMs = Date.parse(key.slice(name.length + 1));
@@ -332,7 +394,7 @@ export class Replica {
       const executorStopped = this.executor.stop(graceMs);
       const runsGone = (async (): Promise<void> => {
         const until = performance.now() + graceMs + 5_000;
-        while (this.executor.activeCount > 0 && performance.now() < until) await sleepUnlessAborted(50);
+        while (this.executor.activeCount > 0 && performance.now() < until) await sleep(50);
         if (!(await settlesWithin(executorStopped, STOP_STEP_MS))) {
           this.log.warn({ step: 'queue worker', waitedMs: STOP_STEP_MS }, 'shutdown step did not finish in time; going on');
         }
@@ -385,7 +447,7 @@ async function firstSync(
     // linkedSignal, not AbortSignal.any: the latter can miss an abort after a garbage collection (time/deadline.ts).
     const either = linkedSignal([ready.signal, signal]);
     try {
-      await sleepUnlessAborted(3_000, either.signal);
+      await sleep(3_000, either.signal);
     } finally {
       either.dispose();
     }
@@ -404,6 +466,6 @@ async function firstSync(
     } finally {
       clearTimeout(timer);
     }
-    await sleepUnlessAborted(Math.min(500 * attempt, 5_000), signal);
+    await sleep(Math.min(500 * attempt, 5_000), signal);
   }
 }

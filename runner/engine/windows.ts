@@ -4,7 +4,7 @@
  *
  * {@link windowDisposition} is a pure function of the definition and the due time — no clock — so the planner
  * applies it when it builds its offer ({@link applyWindows}), BEFORE the time-based decision the plan script makes
- * on the Redis clock (suspended / missed / catch-up, runner/redis/scripts/plan.ts): an occurrence the windows skip
+ * on the Redis clock (suspended / missed / catch-up, runner/redis/lua/plan.lua): an occurrence the windows skip
  * travels with that fixed final state, which the script records as is; one they delay travels with its later fire
  * time, its reason and its original fire time, and only those the windows let run take part in the catch-up count.
  *

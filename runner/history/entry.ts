@@ -1,5 +1,5 @@
 /**
- * The packed history entry `recordHistory` (runner/redis/scripts/lua.ts) writes for each finished occurrence, and
+ * The packed history entry `recordHistory` (runner/redis/lua/includes/history.lua) writes for each finished occurrence, and
  * the attempt entries `recordAttempt` writes at each claim. Packed as JSON arrays with times relative to the due
  * time (the ZSET score), so that an entry costs about 100 bytes plus Redis' per-member overhead.
  *

@@ -1,7 +1,7 @@
 /**
  * Where the history lives in Redis: apart from the run records (short-lived claim state, `--retention`), so that
  * what happened stays readable for `--history` (default 30 d) at a few hundred bytes per occurrence. The Lua side
- * (`recordAttempt`, `recordHistory` in runner/redis/scripts/lua.ts) derives the same names from a run record's
+ * (`recordAttempt`, `recordHistory` in runner/redis/lua/includes/history.lua) derives the same names from a run record's
  * key; keep the two in step.
  */
 import type { Keyspace } from '../redis/keys.js';

@@ -13,9 +13,8 @@
  * Occurrences skipped because the schedule is suspended get no Event (the `Suspended` condition says it, the
  * counts include them): a suspended schedule would otherwise post an Event at every due time.
  */
-import type { PlannedFinalOccurrence } from '../redis/store.js';
+import type { PlannedFinalEvent, RunEvent } from '../engine/events.js';
 import type { Replica } from '../engine/replica.js';
-import type { RunEvent } from '../engine/executor.js';
 import { OwnershipView } from '../engine/ownership.js';
 import type { Logger } from '../log.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
@@ -129,7 +128,7 @@ export class KubernetesReporter {
   }
 
   /** An occurrence this replica's planner recorded missed or skipped. */
-  onPlannedFinal(o: PlannedFinalOccurrence): void {
+  onPlannedFinal(o: PlannedFinalEvent): void {
     const s = this.byName.get(o.schedule);
     if (!s) return;
     const now = this.replica?.clock.now() ?? Date.now();
@@ -204,7 +203,7 @@ export class KubernetesReporter {
     if (!replica || !latest || this.checking) return;
     this.checking = true;
     try {
-      const live = new Set(replica.planner.liveReplicas ?? []);
+      const live = new Set(replica.live.members());
       live.add(this.o.replica);
       const view = new OwnershipView([...live].map((r) => ({ replica: r, digest: '' })), this.o.replica, '');
       const now = replica.clock.now();

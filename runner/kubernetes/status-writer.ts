@@ -21,6 +21,7 @@ import { getObject, isK8sError, serverSideApply, type KubeClient } from '../../k
 import type { Logger } from '../log.js';
 import { API_VERSION, KIND, refKey, type ScheduleObject, type ScheduleRef, type ScheduleStatus } from './resource.js';
 import { runsPart, sameJson, schedulePart, type RunsPart, type SchedulePart } from './status.js';
+import { sleep } from '../time/wait.js';
 
 /** Which part of the status, and its field manager. */
 export type StatusPart = 'runs' | 'schedule';
@@ -191,7 +192,7 @@ export class StatusWriter {
         this.stats.conflicts++;
         obj = undefined; // changed since it was read: read again, decide again
         // Writers that collided retry at random moments, so that they do not collide again in lockstep.
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
+        await sleep(Math.random() * Math.min(1_000, 20 * 2 ** attempt));
       }
     }
   }

@@ -14,6 +14,7 @@
  * precondition, so a concurrent write in between makes it read and decide again (no lost updates).
  */
 import { formatDurationMs } from '../time/duration.js';
+import { canonicalJson } from '../text/canonical-json.js';
 import type { ActiveRun, HourCount, LastResult, ScheduleCondition, ScheduleStatus } from './resource.js';
 
 /** The fields of the runs part. */
@@ -223,14 +224,7 @@ export function desiredSchedulePart(view: ScheduleView, current: SchedulePart, n
 
 /** Deep equality of two JSON values with object keys in any order (status parts). */
 export function sameJson(a: unknown, b: unknown): boolean {
-  return canonical(a) === canonical(b);
-}
-
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x === null || typeof x !== 'object' || Array.isArray(x)) return x;
-    return Object.fromEntries(Object.entries(x as Record<string, unknown>).filter(([, y]) => y !== undefined).sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0)));
-  });
+  return canonicalJson(a) === canonicalJson(b);
 }
 
 function pick<T extends object, K extends readonly (keyof T)[]>(o: T, keys: K): Pick<T, K[number]> {

@@ -1,7 +1,7 @@
 /**
  * From an outcome in the outbox to the messages it means: which event, on which channel. Pure.
  *
- * The Lua side (`emitOutcome` in runner/redis/scripts/lua.ts) records raw outcomes: `started` (the first claim
+ * The Lua side (`emitOutcome` in runner/redis/lua/includes/outbox.lua) records raw outcomes: `started` (the first claim
  * of an occurrence), `succeeded`, `failed`, `missed`, `skipped`, each with the schedule's previous outcome among
  * succeeded/failed/missed (`prev`). Here they become notifications (failed, missed, skipped, recovered,
  * succeeded) and heartbeat pings (start, success, fail), one delivery per (event, channel).

@@ -13,7 +13,8 @@ import { occurrenceKey } from '../schedule/occurrence.js';
 import { parseEntry, type OutboxEntry } from '../notify/events.js';
 import { OutboxStore } from './store.js';
 import { Definitions } from '../engine/definitions.js';
-import type { EngineSchedule } from '../engine/schedule.js';
+import { LiveReplicas } from '../engine/ownership.js';
+import type { CompiledSchedule } from '../config/load.js';
 import { compileCron } from '../schedule/cron.js';
 
 let server: RedisServerProcess;
@@ -143,10 +144,10 @@ describe('emitOutcome', () => {
     const s = {
       name: 's', jitterMs: 0, due: compileCron('* * * * * *', 'UTC'), concurrencyPolicy: 'Allow', maxConcurrent: null, timeoutMs: null,
       retries: 0, retryBackoffMs: 1000, retryBackoffMaxMs: 1000, startingDeadlineMs: null, suspend: false, catchUp: 'latest', maxCatchUpRuns: 1,
-      definitionHash: 'x', job: { kind: 'http' },
+      definitionHash: 'x', job: { kind: 'http' }, source: { file: 'f.yaml', line: 1, col: 1 },
       heartbeat: { url: { value: 'http://x/' }, on: ['fail'], method: 'POST', timeoutMs: 1000, names: { start: 'start', success: 'success', fail: 'fail' } },
-    } as unknown as EngineSchedule;
-    await new Definitions(redis, keys, 'a').publish([s]);
+    } as unknown as CompiledSchedule;
+    await new Definitions(redis, keys, 'a', new LiveReplicas()).publish([s]);
     expect(JSON.parse((await redis.hget(keys.definitions, 's'))!)).toMatchObject({ outboxOn: 'failed missed' });
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Typed access to the outbox in Redis: the stream `{ns}:outbox` (written by the engine's scripts, see
- * `emitOutcome` in runner/redis/scripts/lua.ts), its consumer group, and the delivery-state scripts
+ * `emitOutcome` in runner/redis/lua/includes/outbox.lua), its consumer group, and the delivery-state scripts
  * (./scripts.ts).
  */
 import type { RedisClient } from '../redis/connect.js';

@@ -1,10 +1,12 @@
 /**
- * Reading the backfill backlog (runner/redis/scripts/backfill.ts): how many backfill occurrences of each
+ * Reading the backfill backlog (runner/redis/lua/backfill-*.lua): how many backfill occurrences of each
  * schedule wait for admission, and how many are admitted and not yet final. For metrics, `/readyz`, and what
  * `suspend` and `resume` report.
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { scheduleOfKey } from '../schedule/occurrence.js';
+import { OPEN_STATES } from './runs.js';
 
 /** Backfill occurrences of one schedule. */
 export interface BackfillCount {
@@ -14,8 +16,6 @@ export interface BackfillCount {
   admitted: number;
 }
 
-/** The schedule of an occurrence key (`<schedule>@<due ISO>`). */
-const scheduleOf = (key: string): string => key.slice(0, key.lastIndexOf('@'));
 
 /**
  * Backfill occurrences per schedule that has any (all schedules, or only `schedule`).
@@ -23,7 +23,7 @@ const scheduleOf = (key: string): string => key.slice(0, key.lastIndexOf('@'));
  */
 export async function backfillCounts(redis: RedisClient, keys: Keyspace, schedule?: string): Promise<Map<string, BackfillCount>> {
   const names = schedule ? [schedule] : await redis.zrange(keys.backfillSchedules, 0, -1);
-  const admittedKeys = (await redis.zrange(keys.backfillAdmitted, 0, -1)).filter((k) => !schedule || scheduleOf(k) === schedule);
+  const admittedKeys = (await redis.zrange(keys.backfillAdmitted, 0, -1)).filter((k) => !schedule || scheduleOfKey(k) === schedule);
   const pipe = redis.pipeline();
   for (const n of names) pipe.zcard(keys.backfillQueue(n));
   // The admitted set is cleaned up at the next admission: count only those still open and admitted.
@@ -44,7 +44,7 @@ export async function backfillCounts(redis: RedisClient, keys: Keyspace, schedul
     const [err, rec] = res[names.length + j]!;
     if (err) throw err;
     const [state, admitted] = rec as [string | null, string | null];
-    if (state && ['scheduled', 'running', 'retrying'].includes(state) && admitted === '1') at(scheduleOf(k)).admitted++;
+    if (state && (OPEN_STATES as readonly string[]).includes(state) && admitted === '1') at(scheduleOfKey(k)).admitted++;
   });
   return out;
 }

@@ -1,6 +1,6 @@
 /**
  * The latest final state of each schedule, flock-wide, as the scripts keep it in `{ns}:lastresult` (one field
- * per schedule, written atomically with every final state: runner/redis/scripts/lua.ts). What the health
+ * per schedule, written atomically with every final state: runner/redis/lua/includes/last-result.lua). What the health
  * metrics read for `cronflock_schedule_last_result` and `cronflock_schedule_consecutive_failures`: one HSCAN
  * page covers hundreds of schedules, where reading run records would cost several commands per schedule.
  */

@@ -9,7 +9,26 @@ import type { Keyspace } from '../redis/keys.js';
  * the others are final. The engine's policies and deadlines never record an occurrence that has started (an
  * attempt was claimed) `missed` or `skipped`: it ends `succeeded` or `failed`.
  */
-export type RunState = 'scheduled' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'missed' | 'skipped';
+export type RunState = OpenState | FinalState;
+
+/** The open states: the occurrence is still to run, running, or waiting for a retry. */
+export const OPEN_STATES = ['scheduled', 'running', 'retrying'] as const;
+export type OpenState = (typeof OPEN_STATES)[number];
+
+/** The final states, each recorded with its reason (the scripts' `isFinal`, runner/redis/lua/includes/record.lua). */
+export const FINAL_STATES = ['succeeded', 'failed', 'missed', 'skipped'] as const;
+export type FinalState = (typeof FINAL_STATES)[number];
+
+/** Whether `state` (a run record's `state` field) is final. */
+export function isFinalState(state: string | undefined): state is FinalState {
+  return (FINAL_STATES as readonly (string | undefined)[]).includes(state);
+}
+
+/**
+ * Where an occurrence comes from: the planner (`schedule`), `cronflock trigger` (`manual`), `cronflock backfill`
+ * (`backfill`), or the run after `cronflock resume` (`resume`). The run record's `origin` field.
+ */
+export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
 
 /** The record of one occurrence. Times are UTC ms; optional fields are absent until they apply. */
 export interface RunRecord {
@@ -37,7 +56,7 @@ export interface RunRecord {
   plannedAt?: number;
   plannedBy?: string;
   /** schedule, manual (trigger), backfill or resume. */
-  origin?: string;
+  origin?: Origin;
   firstStartMs?: number;
   startMs?: number;
   /** First start minus fire time. */

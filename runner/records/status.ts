@@ -11,9 +11,10 @@ import type { Lanes } from '../engine/enqueue.js';
 import type { PublishedDefinition } from '../engine/definitions.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
+import { redisTimeMs } from '../redis/clock.js';
 import { compileCron } from '../schedule/cron.js';
-import { fireTimeMs } from '../schedule/occurrence.js';
-import { toRunRecord, type RunRecord } from './runs.js';
+import { fireTimeMs, scheduleOfKey } from '../schedule/occurrence.js';
+import { isFinalState, toRunRecord, type RunRecord } from './runs.js';
 
 /** One live replica of the planning membership. */
 export interface ReplicaStatus {
@@ -70,17 +71,11 @@ export interface FlockStatus {
   };
 }
 
-/** The final states of a run record. */
-const FINAL = new Set(['succeeded', 'failed', 'missed', 'skipped']);
 /** Overdue occurrences looked at to name their schedules (the total is counted apart, exactly). */
 const OVERDUE_SAMPLE = 1_000;
 /** Records per schedule looked at for its last result (newer ones may still be planned or running). */
 const LAST_LOOKBACK = 10;
 
-const TIME_LUA = "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
-
-/** The schedule name of an occurrence key `<schedule>@<due>[~origin]` (names never contain '@'). */
-const scheduleOf = (key: string): string => key.slice(0, key.lastIndexOf('@'));
 
 /**
  * Reads the flock's status.
@@ -95,7 +90,7 @@ export async function readFlockStatus(
   lanes: Lanes,
   o: { names?: readonly string[]; limit: number; overdueAfterMs: number },
 ): Promise<FlockStatus> {
-  const nowMs = Number(await redis.eval(TIME_LUA, 1, keys.ns)); // the node that owns the flock's slot
+  const nowMs = await redisTimeMs(redis, keys); // the node that owns the flock's slot
   const overdueBefore = nowMs - o.overdueAfterMs;
   const totals = await redis
     .pipeline()
@@ -114,7 +109,7 @@ export async function readFlockStatus(
   const [total, suspendedCount, pending, overdueCount] = [val<number>(0), val<number>(1), val<number>(2), val<number>(3)];
   const membership = val<string[]>(4);
   const overdueBySchedule = new Map<string, number>();
-  for (const key of val<string[]>(5)) overdueBySchedule.set(scheduleOf(key), (overdueBySchedule.get(scheduleOf(key)) ?? 0) + 1);
+  for (const key of val<string[]>(5)) overdueBySchedule.set(scheduleOfKey(key), (overdueBySchedule.get(scheduleOfKey(key)) ?? 0) + 1);
 
   const replicaNames: string[] = [];
   const expiries: number[] = [];
@@ -188,7 +183,7 @@ export async function readFlockStatus(
       }
       if (suspensions[i]) s.suspended = JSON.parse(suspensions[i]!) as NonNullable<ScheduleStatus['suspended']>;
       if (lastOks[i]) s.lastSuccessMs = Number(lastOks[i]);
-      const last = recs.find((r): r is RunRecord => r !== null && FINAL.has(r.state));
+      const last = recs.find((r): r is RunRecord => r !== null && isFinalState(r.state));
       if (last) {
         s.last = { key: last.key, state: last.state, dueMs: last.dueMs };
         for (const k of ['reason', 'error', 'endMs'] as const) if (last[k] !== undefined) (s.last as Record<string, unknown>)[k] = last[k];

@@ -16,8 +16,8 @@
  * its monotonic clock stood still) replaces the older samples instead of averaging with them.
  */
 import type { RedisClient } from './connect.js';
-
-const TIME_LUA = "return redis.call('TIME')";
+import type { Keyspace } from './keys.js';
+import { Scripts } from './script-loader.js';
 
 /**
  * A host wall clock further than this from the Redis clock (either way) is out of bounds: the replica reports
@@ -55,6 +55,16 @@ export interface ClockSample {
   jumpMs?: number;
 }
 
+/**
+ * The Redis server's time now, in whole ms (UTC), read on the node that owns the flock's hash slot (`keys.ns`),
+ * through the `time` script: the clock every script decides on. For one-off reads (the status, the dashboard);
+ * a replica keeps a {@link RedisClock}. @throws what ioredis throws when Redis is unreachable.
+ */
+export async function redisTimeMs(redis: RedisClient, keys: Pick<Keyspace, 'ns'>): Promise<number> {
+  const [sec, usec] = (await Scripts.on(redis).run('time', [keys.ns])) as [string | number, string | number];
+  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+}
+
 /** Estimates Redis time on this host. Call {@link RedisClock.sync} periodically (the replica does every 5 s). */
 export class RedisClock {
   private samples: ClockSample[] = [];
@@ -75,7 +85,7 @@ export class RedisClock {
   async sync(): Promise<ClockSample> {
     const p0 = performance.now();
     // A script keyed by slotKey runs where the scripts do; a bare TIME would go to any node of a Cluster.
-    const [sec, usec] = (await this.redis.eval(TIME_LUA, 1, this.slotKey)) as [string | number, string | number];
+    const [sec, usec] = (await Scripts.on(this.redis).run('time', [this.slotKey])) as [string | number, string | number];
     const p1 = performance.now();
     const wall = Date.now();
     const rttMs = p1 - p0;

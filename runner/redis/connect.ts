@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Scripts } from './script-loader.js';
 import { parseRedisUrl, type RedisEndpoint } from './url.js';
 
 export { parseRedisUrl, redactRedisUrl, RedisUrlError, type RedisEndpoint } from './url.js';
@@ -121,7 +122,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       enableOfflineQueue: true,
       enableAutoPipelining: enableAutoPipelining ?? false,
     };
-    return new Cluster(e.nodes, opts);
+    return withScripts(new Cluster(e.nodes, opts));
   }
   const common: RedisOptions = {
     ...auth,
@@ -136,7 +137,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     ...(tls ? { tls } : {}),
   };
   if (e.mode === 'sentinel') {
-    return refuseMissingDb(e, new Redis({
+    return withScripts(refuseMissingDb(e, new Redis({
       ...common,
       sentinels: e.nodes,
       name: e.masterName!,
@@ -147,9 +148,18 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       sentinelRetryStrategy: retry,
       // Follow a failover as soon as the sentinels announce it, not only when the old master's socket drops.
       failoverDetector: true,
-    }));
+    })));
   }
-  return refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port }));
+  return withScripts(refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port })));
+}
+
+/**
+ * Defines cronflock's scripts on a new connection before anything uses it: with auto-pipelining, a script
+ * defined later could miss the pipeline ioredis has open for the current tick (script-loader.ts).
+ */
+function withScripts<C extends RedisClient>(client: C): C {
+  Scripts.on(client);
+  return client;
 }
 
 /**

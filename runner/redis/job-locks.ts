@@ -9,87 +9,22 @@
  *   never handed out twice for one name.
  * - `{ns}:jobckpt:<name>:<scope>` HASH: checkpoints; expire {@link CHECKPOINT_RETENTION_MS} after the last write.
  *
- * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts: a lease that lapsed there is
+ * Every decision is taken in Lua on the Redis clock (`TIME`), like the claim scripts (lua/job-lock-*.lua,
+ * lua/job-checkpoint.lua): a lease that lapsed there is
  * never renewed, and a checkpoint write is accepted only from the current token while its lease is live. The
- * holder side renews every ttl/3 and fires its signal as soon as it can know the lease is gone (refused renewal,
- * or ttl passed on the monotonic clock since the last renewal was sent: e.g. after SIGSTOP/SIGCONT).
+ * holder side is the claims' own lease machine ({@link HeldLease}, redis/lease.ts): renewed every ttl/3, its signal
+ * fires as soon as it can know the lease is gone (refused renewal, or ttl passed on the monotonic clock since the
+ * last renewal was sent: e.g. after SIGSTOP/SIGCONT).
  */
 import type { JobCheckpoints, JobCoordination, JobLock, JobLockOptions } from '../../jobs/types.js';
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
-import { sleepUnlessAborted } from '../time/wait.js';
+import { Scripts } from './script-loader.js';
+import { sleep } from '../time/wait.js';
+import { HeldLease, type LeaseLogger } from './lease.js';
 
 /** How long checkpoints outlive their last write, in ms (7 days). */
 export const CHECKPOINT_RETENTION_MS = 7 * 24 * 3600_000;
-
-const PRELUDE = `
-local rcall = redis.call
-local t = rcall('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function live(lockKey, token)
-  local rec = rcall('HMGET', lockKey, 'token', 'until')
-  return rec[1] == token and tonumber(rec[2] or '0') >= now
-end
-`;
-
-/**
- * acquire: KEYS[1] lock (HASH), KEYS[2] fence counter; ARGV[1] owner, ARGV[2] ttlMs.
- * Returns {token, untilMs} when acquired; {0, owner, remainingMs, token} when another live holder has it.
- */
-const acquireLua = `${PRELUDE}
-local rec = rcall('HMGET', KEYS[1], 'owner', 'until', 'token')
-if rec[1] and tonumber(rec[2] or '0') >= now then
-  return {0, rec[1], tonumber(rec[2]) - now, tonumber(rec[3] or '0')}
-end
-local token = rcall('INCR', KEYS[2])
-local untilMs = now + tonumber(ARGV[2])
-rcall('DEL', KEYS[1])
-rcall('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'until', untilMs)
-rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return {token, untilMs}
-`;
-
-/** renew: KEYS[1] lock; ARGV[1] token, ARGV[2] ttlMs. Returns the new lease end (Redis ms), or 0 when lost. */
-const renewLua = `${PRELUDE}
-if not live(KEYS[1], ARGV[1]) then return 0 end
-local untilMs = now + tonumber(ARGV[2])
-rcall('HSET', KEYS[1], 'until', untilMs)
-rcall('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return untilMs
-`;
-
-/** release: KEYS[1] lock; ARGV[1] token. Returns 1 when released, 0 when it was no longer ours. */
-const releaseLua = `${PRELUDE}
-if rcall('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
-rcall('DEL', KEYS[1])
-return 1
-`;
-
-/**
- * checkpoint: KEYS[1] lock, KEYS[2] checkpoints (HASH); ARGV[1] token, ARGV[2] retentionMs, ARGV[3] 'set' |
- * 'clear', then field/value pairs for 'set'. Returns 1 when written, 0 when refused (not the live holder).
- */
-const checkpointLua = `${PRELUDE}
-if not live(KEYS[1], ARGV[1]) then return 0 end
-if ARGV[3] == 'clear' then
-  rcall('DEL', KEYS[2])
-  return 1
-end
-if #ARGV >= 5 then
-  rcall('HSET', KEYS[2], unpack(ARGV, 4))
-  rcall('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
-end
-return 1
-`;
-
-const SCRIPTS = {
-  cronflockJobLockAcquire: { numberOfKeys: 2, lua: acquireLua },
-  cronflockJobLockRenew: { numberOfKeys: 1, lua: renewLua },
-  cronflockJobLockRelease: { numberOfKeys: 1, lua: releaseLua },
-  cronflockJobCheckpoint: { numberOfKeys: 2, lua: checkpointLua },
-} as const;
-
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 /** Another holder keeps the lock (code `LOCK_HELD`). */
 export class JobLockHeldError extends Error {
@@ -131,34 +66,31 @@ export class JobLockAbortedError extends Error {
 
 /** Redis-backed {@link JobCoordination} for one flock namespace; one instance per connection is enough. */
 export class RedisJobCoordination implements JobCoordination {
-  private readonly fns: Record<string, ScriptFn>;
+  private readonly scripts: Scripts;
 
   /**
    * @param redis a connection that fails fast while Redis is away (renewals retry on their own schedule)
    * @param keys the flock's keyspace (keys go under its hash tag)
    * @param defaultOwner owner recorded when a lock call names none (e.g. the replica name)
+   * @param log where a held lock's failed renewals are logged (none: not logged)
    */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
     private readonly defaultOwner: string,
+    private readonly log?: LeaseLogger,
   ) {
-    for (const [name, s] of Object.entries(SCRIPTS)) {
-      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    }
-    this.fns = Object.fromEntries(
-      Object.keys(SCRIPTS).map((n) => [n, (redis as unknown as Record<string, ScriptFn>)[n]!.bind(redis)]),
-    );
+    this.scripts = Scripts.on(redis);
   }
 
   /** Key of lock `name`. */
   lockKey(name: string): string {
-    return `${this.keys.ns}:joblock:${name}`;
+    return this.keys.jobLock(name);
   }
 
   /** Key of the checkpoints of `scope` under lock `name`. */
   checkpointKey(name: string, scope: string): string {
-    return `${this.keys.ns}:jobckpt:${name}:${scope}`;
+    return this.keys.jobCheckpoints(name, scope);
   }
 
   /** See {@link JobCoordination.lock}. `RangeError` for a ttl under 300 ms or a name with spaces. */
@@ -170,34 +102,34 @@ export class RedisJobCoordination implements JobCoordination {
     for (;;) {
       if (o.signal?.aborted) throw new JobLockAbortedError(name);
       const sent = performance.now();
-      const out = (await this.fns.cronflockJobLockAcquire!(this.lockKey(name), `${this.keys.ns}:jobfence:${name}`, owner, o.ttlMs)) as (
+      const out = (await this.scripts.run('job-lock-acquire', [this.lockKey(name), this.keys.jobFence(name)], [owner, o.ttlMs])) as (
         | number
         | string
       )[];
       const token = Number(out[0]);
-      if (token > 0) return new HeldLock(this, name, token, o.ttlMs, sent, o.signal);
+      if (token > 0) return new HeldLock(this, name, token, o.ttlMs, sent, o.signal, this.log);
       const held = new JobLockHeldError(name, String(out[1]), Number(out[3]), Number(out[2]));
       const left = deadline - performance.now();
       if (left <= 0) throw held;
-      await sleepUnlessAborted(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
+      await sleep(Math.min(left, Math.max(50, Math.min(held.remainingMs + 10, 500))), o.signal);
     }
   }
 
   /** @internal renew; 0 = lost. */
   async renew(name: string, token: number, ttlMs: number): Promise<number> {
-    return Number(await this.fns.cronflockJobLockRenew!(this.lockKey(name), token, ttlMs));
+    return Number(await this.scripts.run('job-lock-renew', [this.lockKey(name)], [token, ttlMs]));
   }
 
   /** @internal release; true when it was ours. */
   async release(name: string, token: number): Promise<boolean> {
-    return Number(await this.fns.cronflockJobLockRelease!(this.lockKey(name), token)) === 1;
+    return Number(await this.scripts.run('job-lock-release', [this.lockKey(name)], [token])) === 1;
   }
 
   /** @internal fenced write; false = refused. */
   async writeCheckpoint(name: string, scope: string, token: number, op: 'set' | 'clear', fields: Record<string, string> = {}): Promise<boolean> {
     const args: string[] = [];
     for (const [k, v] of Object.entries(fields)) args.push(k, v);
-    const out = await this.fns.cronflockJobCheckpoint!(this.lockKey(name), this.checkpointKey(name, scope), token, CHECKPOINT_RETENTION_MS, op, ...args);
+    const out = await this.scripts.run('job-checkpoint', [this.lockKey(name), this.checkpointKey(name, scope)], [token, CHECKPOINT_RETENTION_MS, op, ...args]);
     return Number(out) === 1;
   }
 
@@ -209,10 +141,7 @@ export class RedisJobCoordination implements JobCoordination {
 }
 
 class HeldLock implements JobLock {
-  private readonly ac = new AbortController();
-  private renewTimer: NodeJS.Timeout | undefined;
-  private guardTimer: NodeJS.Timeout | undefined;
-  private validUntilMono: number;
+  private readonly lease: HeldLease<JobLockLostError>;
   private released = false;
   private readonly onOuterAbort: () => void;
 
@@ -220,29 +149,39 @@ class HeldLock implements JobLock {
     private readonly c: RedisJobCoordination,
     readonly name: string,
     readonly fencingToken: number,
-    private readonly ttlMs: number,
+    ttlMs: number,
     sentMono: number,
     private readonly outer: AbortSignal | undefined,
+    log: LeaseLogger | undefined,
   ) {
-    this.validUntilMono = sentMono + ttlMs;
+    this.lease = new HeldLease<JobLockLostError>({
+      ttlMs,
+      sentMono,
+      log,
+      renew: async () => (await c.renew(name, fencingToken, ttlMs)) !== 0,
+      lostError: (why) =>
+        new JobLockLostError(
+          why === 'lapsed'
+            ? `lock ${name} (fencing token ${fencingToken}) lapsed: not renewed within ${ttlMs} ms`
+            : `lock ${name} (fencing token ${fencingToken}) was taken over or lapsed`,
+        ),
+    });
     this.onOuterAbort = () => void this.release();
     outer?.addEventListener('abort', this.onOuterAbort, { once: true });
-    this.armGuard();
-    this.scheduleRenew(false);
   }
 
   get signal(): AbortSignal {
-    return this.ac.signal;
+    return this.lease.signal;
   }
 
   checkpoints(scope: string): JobCheckpoints {
     if (!/^\S{1,300}$/.test(scope)) throw new RangeError(`checkpoint scope ${JSON.stringify(scope)} must be 1–300 characters without spaces`);
     const write = async (op: 'set' | 'clear', fields?: Record<string, string>): Promise<void> => {
-      if (this.ac.signal.aborted) throw this.ac.signal.reason as Error;
+      if (this.signal.aborted) throw this.signal.reason as Error;
       const ok = await this.c.writeCheckpoint(this.name, scope, this.fencingToken, op, fields);
       if (!ok) {
         const err = new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) is no longer held: checkpoint refused`);
-        this.lose(err);
+        this.lease.abort(err);
         throw err;
       }
     };
@@ -256,60 +195,9 @@ class HeldLock implements JobLock {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.stopTimers();
+    this.lease.close();
     this.outer?.removeEventListener('abort', this.onOuterAbort);
-    if (!this.ac.signal.aborted) this.ac.abort(new JobLockLostError(`lock ${this.name} released`));
+    this.lease.abort(new JobLockLostError(`lock ${this.name} released`));
     await this.c.release(this.name, this.fencingToken).catch(() => false);
-  }
-
-  private lose(err: JobLockLostError): void {
-    if (this.ac.signal.aborted) return;
-    this.stopTimers();
-    this.ac.abort(err);
-  }
-
-  private stopTimers(): void {
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-  }
-
-  private armGuard(): void {
-    if (this.guardTimer) clearTimeout(this.guardTimer);
-    this.guardTimer = setTimeout(() => this.checkGuard(), Math.max(0, this.validUntilMono - performance.now()));
-    this.guardTimer.unref();
-  }
-
-  private checkGuard(): void {
-    if (this.released || this.ac.signal.aborted) return;
-    if (performance.now() >= this.validUntilMono) {
-      this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) lapsed: not renewed within ${this.ttlMs} ms`));
-    } else this.armGuard();
-  }
-
-  private scheduleRenew(afterFailure: boolean): void {
-    const period = Math.max(50, Math.floor(this.ttlMs / 3));
-    this.renewTimer = setTimeout(() => void this.renew(), afterFailure ? Math.min(250, period) : period);
-    this.renewTimer.unref();
-  }
-
-  private async renew(): Promise<void> {
-    if (this.released || this.ac.signal.aborted) return;
-    // A timer that fires late (SIGSTOP, a blocked event loop) must not renew a lease that may have lapsed.
-    this.checkGuard();
-    if (this.ac.signal.aborted) return;
-    const sent = performance.now();
-    try {
-      const untilMs = await this.c.renew(this.name, this.fencingToken, this.ttlMs);
-      if (this.released || this.ac.signal.aborted) return;
-      if (untilMs === 0) {
-        this.lose(new JobLockLostError(`lock ${this.name} (fencing token ${this.fencingToken}) was taken over or lapsed`));
-        return;
-      }
-      this.validUntilMono = sent + this.ttlMs;
-      this.armGuard();
-      this.scheduleRenew(false);
-    } catch {
-      if (!this.released && !this.ac.signal.aborted) this.scheduleRenew(true);
-    }
   }
 }

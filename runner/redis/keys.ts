@@ -106,7 +106,7 @@ export class Keyspace {
   }
   /**
    * HASH schedule → `<consecutive failures>|<state>|<dueMs>|<endMs>|<reason>`: the latest final state of each
-   * schedule, flock-wide (written with every final state: scripts/lua.ts; read by records/last-result.ts).
+   * schedule, flock-wide (written with every final state: lua/includes/last-result.lua; read by records/last-result.ts).
    */
   get lastResult(): string {
     return `${this.ns}:lastresult`;
@@ -114,6 +114,22 @@ export class Keyspace {
   /** HASH schedule → JSON definition: what the replicas run, for `trigger`, `backfill` and operators. */
   get definitions(): string {
     return `${this.ns}:defs`;
+  }
+  /** STRING: the version of {@link Keyspace.definitions}, bumped on every change (readers re-read on a new one). */
+  get definitionsVersion(): string {
+    return `${this.ns}:defs:version`;
+  }
+  /** HASH owner, token, until (Redis ms) of the flock-wide job lock `name` (runner/redis/job-locks.ts). */
+  jobLock(name: string): string {
+    return `${this.ns}:joblock:${name}`;
+  }
+  /** STRING: the fencing counter of job lock `name`; never expires, so a token is never handed out twice. */
+  jobFence(name: string): string {
+    return `${this.ns}:jobfence:${name}`;
+  }
+  /** HASH: the fenced checkpoints of `scope` under job lock `name`. */
+  jobCheckpoints(name: string, scope: string): string {
+    return `${this.ns}:jobckpt:${name}:${scope}`;
   }
   /** BullMQ job id of an occurrence: its key with ':' (not allowed in BullMQ ids) replaced by '-'. */
   jobId(occurrenceKey: string): string {

@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { sleep } from '../time/wait.js';
 
 /** Options of a server process. */
 export interface RedisServerOptions {
@@ -136,7 +137,7 @@ export class RedisServerProcess {
         c.disconnect();
       }
       if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not start: ${stderr.trim()}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   }
 

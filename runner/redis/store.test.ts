@@ -649,7 +649,7 @@ describe('backfill backlog', () => {
 
 // Calendars and blackouts through the plan script: what the windows fix (a skipped due time) is recorded as given,
 // whatever the Redis clock says; what they delay keeps its reason when recorded, and its starting deadline counts
-// from the original fire time, decided on TIME (runner/engine/windows.ts, planner.ts offerOf, scripts/plan.ts).
+// from the original fire time, decided on TIME (runner/engine/windows.ts, planner.ts offerOf, lua/plan.lua).
 const MIN = 60_000;
 const JOB = 'job: {kind: http, url: "http://127.0.0.1:1/"}';
 /** An hour of horizon: the offers below reach minutes into the past. */

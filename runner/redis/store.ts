@@ -3,43 +3,13 @@
  */
 import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
-import { backfillAdmitScript, backfillCancelScript, backfillEnqueueScript } from './scripts/backfill.js';
-import { claimScript, enqueueManualScript } from './scripts/claim.js';
-import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
-import { heartbeatScript } from './scripts/membership.js';
-import { planScript } from './scripts/plan.js';
-import { dueDelayedScript } from './scripts/queue.js';
+import type { CompiledSchedule } from '../config/load.js';
+import type { ConcurrencyPolicy } from '../config/schema.js';
+import type { FinalState, Origin } from '../records/runs.js';
+import { Scripts } from './script-loader.js';
 
-const SCRIPTS = [
-  planScript,
-  heartbeatScript,
-  claimScript,
-  renewScript,
-  finishScript,
-  releaseScript,
-  sweepScript,
-  abandonScript,
-  enqueueManualScript,
-  backfillEnqueueScript,
-  backfillAdmitScript,
-  backfillCancelScript,
-  dueDelayedScript,
-];
-
-/** Where an occurrence comes from: the planner, `cronflock trigger`, `cronflock backfill`, or `resume`. */
-export type Origin = 'schedule' | 'manual' | 'backfill' | 'resume';
-
-/** Catch-up policy after downtime (see the plan script). */
-export type CatchUpPolicy = 'none' | 'latest' | 'all';
-
-/** The schedule fields the plan script decides on (its header states the rules). Durations in ms. */
-export interface PlanPolicy {
-  suspend: boolean;
-  /** null: no starting deadline. */
-  startingDeadlineMs: number | null;
-  catchUp: CatchUpPolicy;
-  maxCatchUpRuns: number;
-}
+/** The schedule fields the plan script decides on (its header states the rules). */
+export type PlanPolicy = Pick<CompiledSchedule, 'suspend' | 'startingDeadlineMs' | 'catchUp' | 'maxCatchUpRuns'>;
 
 /** What the planner offers to {@link Store.plan}. Times are UTC ms. */
 export interface PlannedOccurrence {
@@ -80,14 +50,8 @@ export interface PlannedDelay {
 /** An occurrence the plan script recorded in a final state, on the Redis clock. */
 export interface PlannedFinal {
   key: string;
-  state: 'missed' | 'skipped';
+  state: Extract<FinalState, 'missed' | 'skipped'>;
   reason: string;
-}
-
-/** A {@link PlannedFinal} with its occurrence's schedule and due time (UTC ms): what the planner reports. */
-export interface PlannedFinalOccurrence extends PlannedFinal {
-  schedule: string;
-  dueMs: number;
 }
 
 /** Result of {@link Store.claim}; see the claim script for the meaning of each status. */
@@ -126,7 +90,7 @@ export interface ClaimRequest {
   startingDeadlineMs: number | null;
   earlyToleranceMs: number;
   maxStalls: number;
-  concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  concurrencyPolicy: ConcurrencyPolicy;
   /** null: no limit. */
   maxConcurrent: number | null;
 }
@@ -134,7 +98,8 @@ export interface ClaimRequest {
 /** Result of {@link Store.finish}. */
 export type FinishResult = { status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' };
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+/** One row of a plan offer, as plan.lua reads it: dueMs, fireMs, key, keepFireMs, fixed state, note, deadlineFromMs. */
+type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number];
 
 /** Backfill occurrences per enqueue or cancel script call: bounds how long one call blocks Redis. */
 const BACKFILL_CHUNK = 500;
@@ -143,18 +108,13 @@ const BACKFILL_ADMIT_SCAN = 1000;
 
 /** The scripts, bound to one connection and one keyspace. */
 export class Store {
-  private readonly fns: Record<string, ScriptFn>;
+  private readonly scripts: Scripts;
 
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keyspace,
   ) {
-    for (const s of SCRIPTS) {
-      if (!(s.name in redis)) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    }
-    this.fns = Object.fromEntries(
-      SCRIPTS.map((s) => [s.name, (redis as unknown as Record<string, ScriptFn>)[s.name]!.bind(redis)]),
-    );
+    this.scripts = Scripts.on(redis);
   }
 
   /**
@@ -169,19 +129,31 @@ export class Store {
   ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
-    const args: (string | number)[] = [k.occurrencePrefix, k.runsPrefix, o.horizonMs, o.retentionMs, o.replica, o.mark ?? '', o.catchUpGraceMs];
+    // One offer per run of items of one schedule (plan.lua's header): rows of [dueMs, fireMs, key, keepFireMs,
+    // fixed state, note, deadlineFromMs].
+    const offers: (Omit<PlanPolicy, 'startingDeadlineMs'> & { schedule: string; startingDeadlineMs: number; rows: PlanRow[] })[] = [];
     for (let i = 0; i < items.length; ) {
       const { schedule, policy: p } = items[i]!;
       let j = i;
       while (j < items.length && items[j]!.schedule === schedule && items[j]!.policy === p) j++;
-      args.push(schedule, j - i, p.suspend ? 1 : 0, p.startingDeadlineMs ?? -1, p.catchUp, p.maxCatchUpRuns);
+      const rows: PlanRow[] = [];
       for (; i < j; i++) {
         const it = items[i]!;
         const note = it.fixed?.reason ?? it.delay?.reason ?? '';
-        args.push(it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs);
+        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs]);
       }
+      offers.push({ schedule, suspend: p.suspend, startingDeadlineMs: p.startingDeadlineMs ?? -1, catchUp: p.catchUp, maxCatchUpRuns: p.maxCatchUpRuns, rows });
     }
-    const out = (await this.fns[planScript.name]!(k.pending, k.watermarks, k.schedules, k.planMarks, ...args)) as string[];
+    const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], {
+      occPrefix: k.occurrencePrefix,
+      runsPrefix: k.runsPrefix,
+      horizonMs: o.horizonMs,
+      retentionMs: o.retentionMs,
+      replica: o.replica,
+      mark: o.mark ?? '',
+      catchUpGraceMs: o.catchUpGraceMs,
+      offers,
+    })) as string[];
     const bar = out.indexOf('|');
     const finals: PlannedFinal[] = [];
     for (let i = bar + 1; i + 2 < out.length; i += 3) finals.push({ key: out[i]!, state: out[i + 1] as PlannedFinal['state'], reason: out[i + 2]! });
@@ -193,28 +165,10 @@ export class Store {
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const k = this.keys;
-    const out = (await this.fns[claimScript.name]!(
-      k.occurrence(r.key),
-      k.pending,
-      k.runs(r.schedule),
-      k.schedules,
-      k.active(r.schedule),
-      k.suspended,
-      k.backfillQueue(r.schedule),
-      r.replica,
-      r.lockMs,
-      r.horizonMs,
-      r.retentionMs,
-      r.schedule,
-      r.dueMs,
-      r.fireMs,
-      r.key,
-      r.startingDeadlineMs ?? -1,
-      r.earlyToleranceMs,
-      r.maxStalls,
-      r.origin,
-      r.concurrencyPolicy,
-      r.maxConcurrent ?? -1,
+    const out = (await this.scripts.run(
+      'claim',
+      [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
+      { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1 },
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
@@ -240,7 +194,7 @@ export class Store {
       case 'failed':
         return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
       case 'missed':
-        // The claim script records this one reason with it (scripts/claim.ts: the starting deadline).
+        // The claim script records this one reason with it (lua/claim.lua: the starting deadline).
         return { status: 'missed', reason: 'starting deadline exceeded' };
       case 'stale':
       case 'paused':
@@ -257,7 +211,7 @@ export class Store {
    * key of the newer occurrence that asked this one to stop ('' when none did).
    */
   async renew(key: string, token: number, lockMs: number, retentionMs: number): Promise<{ untilMs: number; cancelBy: string }> {
-    const [untilMs, cancelBy] = (await this.fns[renewScript.name]!(this.keys.occurrence(key), token, lockMs, retentionMs, key)) as [
+    const [untilMs, cancelBy] = (await this.scripts.run('renew', [this.keys.occurrence(key)], [token, lockMs, retentionMs, key])) as [
       number,
       string,
     ];
@@ -274,7 +228,7 @@ export class Store {
     token: number,
     r: {
       /** `skipped`: the job found it must not run (JobSkippedError); final like a success, never retried. */
-      state: 'succeeded' | 'failed' | 'skipped';
+      state: Exclude<FinalState, 'missed'>;
       reason?: string;
       error?: string;
       result?: string;
@@ -286,23 +240,20 @@ export class Store {
       retryBackoffMaxMs?: number;
     },
   ): Promise<FinishResult> {
-    const [code, retryAt] = (await this.fns[finishScript.name]!(
-      this.keys.occurrence(key),
-      this.keys.pending,
-      this.keys.lastSuccess,
+    const [code, retryAt] = (await this.scripts.run('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], {
       token,
-      r.state,
-      r.reason ?? '',
-      r.error ?? '',
-      r.result ?? '',
-      r.retentionMs,
+      state: r.state,
+      reason: r.reason ?? '',
+      error: r.error ?? '',
+      result: r.result ?? '',
+      retentionMs: r.retentionMs,
       key,
-      r.retries ?? 0,
-      r.retryBackoffMs ?? 1000,
-      r.retryBackoffMaxMs ?? 300_000,
-      Math.random(),
-      r.lockMs ?? 4_000,
-    )) as [number, number];
+      retries: r.retries ?? 0,
+      retryBackoffMs: r.retryBackoffMs ?? 1000,
+      retryBackoffMaxMs: r.retryBackoffMaxMs ?? 300_000,
+      jitter: Math.random(),
+      lockMs: r.lockMs ?? 4_000,
+    })) as [number, number];
     if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
     return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
   }
@@ -312,7 +263,7 @@ export class Store {
    * active set for `lockMs` meanwhile. @returns false when it was no longer ours.
    */
   async release(key: string, token: number, why: string, lockMs: number): Promise<boolean> {
-    return Number(await this.fns[releaseScript.name]!(this.keys.occurrence(key), token, why, key, lockMs)) === 1;
+    return Number(await this.scripts.run('release', [this.keys.occurrence(key)], [token, why, key, lockMs])) === 1;
   }
 
   /**
@@ -328,17 +279,10 @@ export class Store {
     retentionMs: number;
   }): Promise<{ created: boolean; fireMs: number }> {
     const k = this.keys;
-    const [created, fireMs] = (await this.fns[enqueueManualScript.name]!(
-      k.occurrence(o.key),
-      k.pending,
-      k.runs(o.schedule),
-      k.schedules,
-      o.schedule,
-      o.key,
-      o.dueMs,
-      o.origin,
-      o.by,
-      o.retentionMs,
+    const [created, fireMs] = (await this.scripts.run(
+      'enqueue-manual',
+      [k.occurrence(o.key), k.pending, k.runs(o.schedule), k.schedules],
+      { schedule: o.schedule, key: o.key, dueMs: o.dueMs, origin: o.origin, by: o.by, retentionMs: o.retentionMs },
     )) as [number, number];
     return { created: Number(created) === 1, fireMs: Number(fireMs) };
   }
@@ -352,17 +296,17 @@ export class Store {
    */
   async abandon(
     key: string,
-    state: 'skipped' | 'missed',
+    state: Extract<FinalState, 'skipped' | 'missed'>,
     reason: string,
     retentionMs: number,
     o: { minAgeMs?: number } = {},
-  ): Promise<{ outcome: 'recorded'; state: 'skipped' | 'missed' | 'failed' } | { outcome: 'unchanged' | 'too-early' }> {
+  ): Promise<{ outcome: 'recorded'; state: Exclude<FinalState, 'succeeded'> } | { outcome: 'unchanged' | 'too-early' }> {
     const k = this.keys;
-    const [code, recorded] = (await this.fns[abandonScript.name]!(k.occurrence(key), k.pending, state, reason, retentionMs, key, o.minAgeMs ?? -1)) as [
+    const [code, recorded] = (await this.scripts.run('abandon', [k.occurrence(key), k.pending], { state, reason, retentionMs, key, minAgeMs: o.minAgeMs ?? -1 })) as [
       number,
       string,
     ];
-    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as 'skipped' | 'missed' | 'failed' };
+    if (Number(code) === 1) return { outcome: 'recorded', state: recorded as Exclude<FinalState, 'succeeded'> };
     return { outcome: Number(code) === 2 ? 'too-early' : 'unchanged' };
   }
 
@@ -379,16 +323,15 @@ export class Store {
     retentionMs: number;
   }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number; origin: Origin; reason?: string }[]> {
     const k = this.keys;
-    const out = (await this.fns[sweepScript.name]!(
-      k.pending,
-      o.sweepAfterMs,
-      o.limit,
-      k.occurrencePrefix,
-      o.jobKeyPrefixes[0],
-      o.horizonMs,
-      o.retentionMs,
-      o.jobKeyPrefixes[1] ?? '',
-    )) as string[];
+    const out = (await this.scripts.run('sweep', [k.pending], {
+      sweepAfterMs: o.sweepAfterMs,
+      limit: o.limit,
+      occPrefix: k.occurrencePrefix,
+      jobPrefix: o.jobKeyPrefixes[0],
+      backlogJobPrefix: o.jobKeyPrefixes[1] ?? '',
+      horizonMs: o.horizonMs,
+      retentionMs: o.retentionMs,
+    })) as string[];
     const res = [];
     for (let i = 0; i + 5 < out.length; i += 6) {
       const reason = out[i + 5];
@@ -405,7 +348,7 @@ export class Store {
   }
 
   /**
-   * Records backfill occurrences as waiting for admission (see scripts/backfill.ts), skipping every one that
+   * Records backfill occurrences as waiting for admission (see lua/backfill-enqueue.lua), skipping every one that
    * already has a record. Chunked: one script call per {@link BACKFILL_CHUNK} occurrences.
    * @param o.policy the schedule's concurrency policy: Allow lets several be admitted at once.
    * @returns the keys created, in the order given.
@@ -413,21 +356,18 @@ export class Store {
   async enqueueBackfill(o: {
     schedule: string;
     items: readonly { key: string; dueMs: number }[];
-    policy: 'Allow' | 'Forbid' | 'Replace';
+    policy: ConcurrencyPolicy;
     by: string;
     retentionMs: number;
   }): Promise<string[]> {
     const k = this.keys;
     const created: string[] = [];
     for (let i = 0; i < o.items.length; i += BACKFILL_CHUNK) {
-      const args: (string | number)[] = [k.occurrencePrefix, o.schedule, o.by, o.policy, o.retentionMs];
-      for (const it of o.items.slice(i, i + BACKFILL_CHUNK)) args.push(it.key, it.dueMs);
-      const out = (await this.fns[backfillEnqueueScript.name]!(
-        k.backfillSchedules,
-        k.backfillQueue(o.schedule),
-        k.runs(o.schedule),
-        k.schedules,
-        ...args,
+      const items = o.items.slice(i, i + BACKFILL_CHUNK).map((it) => [it.key, it.dueMs]);
+      const out = (await this.scripts.run(
+        'backfill-enqueue',
+        [k.backfillSchedules, k.backfillQueue(o.schedule), k.runs(o.schedule), k.schedules],
+        { occPrefix: k.occurrencePrefix, schedule: o.schedule, by: o.by, policy: o.policy, retentionMs: o.retentionMs, items },
       )) as string[];
       created.push(...out);
     }
@@ -436,21 +376,15 @@ export class Store {
 
   /**
    * Admits waiting backfill occurrences while fewer than `cap` are admitted across the flock (see
-   * scripts/backfill.ts for the order). @returns the occurrences admitted, to enqueue on the backlog lane
+   * lua/backfill-admit.lua for the order). @returns the occurrences admitted, to enqueue on the backlog lane
    * (their fire time is the admission time, Redis ms).
    */
   async admitBackfill(o: { cap: number; retentionMs: number }): Promise<{ key: string; schedule: string; dueMs: number; fireMs: number }[]> {
     const k = this.keys;
-    const out = (await this.fns[backfillAdmitScript.name]!(
-      k.backfillSchedules,
-      k.backfillAdmitted,
-      k.pending,
-      k.suspended,
-      k.occurrencePrefix,
-      k.backfillQueuePrefix,
-      o.cap,
-      o.retentionMs,
-      BACKFILL_ADMIT_SCAN,
+    const out = (await this.scripts.run(
+      'backfill-admit',
+      [k.backfillSchedules, k.backfillAdmitted, k.pending, k.suspended],
+      { occPrefix: k.occurrencePrefix, queuePrefix: k.backfillQueuePrefix, cap: o.cap, retentionMs: o.retentionMs, scan: BACKFILL_ADMIT_SCAN },
     )) as string[];
     const res = [];
     for (let i = 0; i + 3 < out.length; i += 4) {
@@ -467,15 +401,10 @@ export class Store {
     const k = this.keys;
     let cancelled = 0;
     for (;;) {
-      const [n, left, started] = (await this.fns[backfillCancelScript.name]!(
-        k.backfillQueue(schedule),
-        k.backfillAdmitted,
-        k.pending,
-        k.occurrencePrefix,
-        schedule,
-        retentionMs,
-        reason,
-        BACKFILL_CHUNK,
+      const [n, left, started] = (await this.scripts.run(
+        'backfill-cancel',
+        [k.backfillQueue(schedule), k.backfillAdmitted, k.pending],
+        { occPrefix: k.occurrencePrefix, schedule, retentionMs, reason, limit: BACKFILL_CHUNK },
       )) as [number, number, number];
       cancelled += Number(n);
       if (Number(left) === 0) return { cancelled, started: Number(started) };
@@ -487,7 +416,7 @@ export class Store {
    * @param limit most ids returned.
    */
   async dueDelayed(delayedKey: string, limit: number): Promise<string[]> {
-    return (await this.fns[dueDelayedScript.name]!(delayedKey, limit)) as string[];
+    return (await this.scripts.run('due-delayed', [delayedKey], [limit])) as string[];
   }
 
   /** The plan mark the replica's latest surviving plan call stored, or null when Redis has none. */
@@ -501,7 +430,7 @@ export class Store {
    */
   async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
     const k = this.keys;
-    const out = (await this.fns[heartbeatScript.name]!(k.replicas, k.replicaDigests, replica, digest, ttlMs)) as string[];
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests], [replica, digest, ttlMs])) as string[];
     const res = [];
     for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
     return res;

@@ -17,13 +17,18 @@ export function occurrenceKey(schedule: string, dueMs: number, tag?: string): st
   return `${schedule}@${new Date(dueMs).toISOString()}${tag ? `~${tag}` : ''}`;
 }
 
+/** The schedule name of an occurrence key `<schedule>@<due>[~tag]` (names never contain '@'). */
+export function scheduleOfKey(key: string): string {
+  return key.slice(0, key.lastIndexOf('@'));
+}
+
 /** Splits an occurrence key (tagged or not) back into schedule name and due time (UTC ms); null when it is not one. */
 export function parseOccurrenceKey(key: string): { schedule: string; dueMs: number } | null {
   const at = key.lastIndexOf('@');
   if (at <= 0) return null;
   const tag = key.indexOf('~', at);
   const dueMs = Date.parse(key.slice(at + 1, tag < 0 ? undefined : tag));
-  return Number.isFinite(dueMs) ? { schedule: key.slice(0, at), dueMs } : null;
+  return Number.isFinite(dueMs) ? { schedule: scheduleOfKey(key), dueMs } : null;
 }
 
 const TWO_POW_53 = 2 ** 53;

@@ -12,6 +12,7 @@
  * offset is `wall − instant` in ms (+3_600_000 for Berlin in winter). Inside a segment with offset `o`,
  * wall `W` ↔ instant `W − o`.
  */
+import { editDistance } from '../text/edit-distance.js';
 
 /** One day in ms. Every UTC offset in the tz database is smaller than this in magnitude. */
 export const DAY_MS = 86_400_000;
@@ -91,24 +92,6 @@ export function suggestTimeZones(tz: string): string[] {
   }
   scored.sort((a, b) => a.d - b.d || a.name.localeCompare(b.name));
   return scored.slice(0, 3).map((s) => s.name);
-}
-
-/** Levenshtein distance, giving up (returning `cap`) once every path is at least `cap`. */
-export function editDistance(a: string, b: string, cap: number): number {
-  if (Math.abs(a.length - b.length) >= cap) return cap;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-      cur.push(v);
-      if (v < rowMin) rowMin = v;
-    }
-    if (rowMin >= cap) return cap;
-    prev = cur;
-  }
-  return Math.min(prev[b.length] ?? cap, cap);
 }
 
 /**

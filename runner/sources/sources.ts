@@ -1,15 +1,21 @@
 /**
- * Where a replica's schedules come from, and its reloads: schedule files (a path, watched) and the cluster's
- * Schedule resources (watched), combined by combine.ts into one set that goes to `Replica.reload` whenever
- * either changes. Reloads run one at a time.
+ * Where a replica's schedules come from, and its reloads: schedule files (a path, watched: watch.ts) and the
+ * cluster's Schedule resources (watched), combined by combine.ts into one set that goes to `Replica.reload`
+ * whenever either changes, or on SIGHUP. The reload rules, which keep bad input from stopping what works:
+ * - reloads run one at a time, each reading the sources again;
+ * - a file refused on reload keeps its previous (running) version, and its errors are logged with their
+ *   positions (a schedule it defined that a valid file now defines is not kept twice); a refused Schedule
+ *   keeps its running generation (combine.ts);
+ * - a file-only reload that finds no valid schedule at all keeps the running ones;
+ * - the replica then applies the new set (engine/replica.ts `reload`: unchanged schedules go on, changed ones
+ *   apply from their next due time, removed ones have their planned occurrences recorded skipped).
  */
-import { statSync, watch } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import { loadSchedules } from '../config/load.js';
 import type { Replica } from '../engine/replica.js';
 import type { Logger } from '../log.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
+import { watchSchedules } from './watch.js';
 
 /** Options of {@link ScheduleSources}. */
 export interface ScheduleSourcesOptions {
@@ -29,6 +35,8 @@ export class ScheduleSources {
   /** Called after each compose that was applied (initial and reloads): the status reporter listens. */
   onApplied: ((c: Combined) => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** Stops the file watch (none: nothing watched). */
+  private stopFileWatch: () => void = () => undefined;
 
   constructor(readonly options: ScheduleSourcesOptions) {}
 
@@ -84,35 +92,12 @@ export class ScheduleSources {
    */
   watch(replica: Replica, watchFiles: boolean): void {
     if (this.options.cluster) this.options.cluster.onChange = () => void this.reload(replica, 'Schedules changed');
-    if (watchFiles && this.options.path !== undefined) watchScheduleFiles(this.options.path, () => void this.reload(replica, 'file changed'));
+    if (watchFiles && this.options.path !== undefined) this.stopFileWatch = watchSchedules(this.options.path, () => void this.reload(replica, 'file changed'));
     process.on('SIGHUP', () => void this.reload(replica, 'SIGHUP'));
   }
-}
 
-/**
- * Calls `onChange` (debounced 300 ms) when the schedule file, or a file of the schedule directory, changes.
- * Watches the directory, so editors that replace files and Kubernetes ConfigMap updates (a symlink swap) are
- * seen.
- */
-export function watchScheduleFiles(path: string, onChange: () => void): void {
-  let dir = path;
-  let only: string | undefined;
-  try {
-    if (!statSync(path).isDirectory()) {
-      dir = dirname(path);
-      only = basename(path);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    watch(dir, (_event, file) => {
-      // Only schedule files (and a ConfigMap mount's `..data` swap) matter: an editor's swap file or a note
-      // beside them must not make every replica re-read and re-publish thousands of schedules.
-      const name = file === null ? undefined : String(file);
-      // Calendars' .ics files beside the schedule files count too (they are read at load).
-      if (name !== undefined && !name.startsWith('..') && !/^[^.].*\.ics$/.test(name) && (only ? name !== only : !/^[^.].*\.ya?ml$/.test(name))) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(onChange, 300);
-    }).unref();
-  } catch {
-    /* a path that cannot be watched still reloads on SIGHUP */
+  /** Stops watching the schedule files (the cluster's watch stops with its source; SIGHUP still reloads). */
+  unwatch(): void {
+    this.stopFileWatch();
   }
 }

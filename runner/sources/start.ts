@@ -2,10 +2,9 @@
  * The schedule sources of `cronflock start`, assembled: schedule files, the cluster's Schedules (when watched),
  * their combination, and the status and Event writers of the Schedules, wired to the replica's run events.
  */
-import type { RunEvent } from '../engine/executor.js';
+import type { EngineEvents } from '../engine/events.js';
 import type { Replica } from '../engine/replica.js';
 import type { Logger } from '../log.js';
-import type { PlannedFinalOccurrence } from '../redis/store.js';
 import type { KubernetesReporter } from '../kubernetes/reporter.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
 import { watchesSchedules, type WatchMode } from '../kubernetes/watch-mode.js';
@@ -28,14 +27,14 @@ export interface StartSourcesOptions {
   log: Logger;
 }
 
-/** What `start` gets: the first combination, hooks for `Replica.start`, and the lifecycle. */
+/** What `start` gets: the first combination, the subscription to the replica's events, and the lifecycle. */
 export interface StartedSources {
   /** The first combination of the sources (what the replica starts with). */
   first: Combined;
   /** True when Schedules from the cluster are watched. */
   watchingCluster: boolean;
-  /** Pass to `Replica.start`. */
-  hooks: { onRun?: (e: RunEvent) => void; onPlannedFinal?: (o: PlannedFinalOccurrence) => void };
+  /** Subscribes the Schedules' status and Events to the replica's events (before `Replica.start`, to miss none). */
+  subscribe(events: EngineEvents): void;
   /** Call once the replica runs `first`: starts the reloads and the status owner's checks. */
   started(replica: Replica, watchFiles: boolean): void;
   /** Stops watching the sources (no more reloads); status and Events keep flowing until {@link stop}. */
@@ -76,13 +75,18 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
   return {
     first,
     watchingCluster: cluster !== undefined,
-    hooks: reporter ? { onRun: (e) => reporter.onRun(e), onPlannedFinal: (x) => reporter.onPlannedFinal(x) } : {},
+    subscribe(events) {
+      if (!reporter) return;
+      events.on('run', (e) => reporter!.onRun(e));
+      events.on('plannedFinal', (x) => reporter!.onPlannedFinal(x));
+    },
     started(replica, watchFiles) {
       sources.applied(first);
       reporter?.attach(replica);
       sources.watch(replica, watchFiles);
     },
     async stopWatching() {
+      sources.unwatch();
       await cluster?.source.stop();
     },
     async stop() {

@@ -20,8 +20,11 @@ export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<bo
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms`, or at once when `signal` aborts (also when it already has): it never rejects, so a
+ * caller that must stop on abort checks `signal.aborted` afterwards. The one sleep of the code base.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const t = setTimeout(done, ms);

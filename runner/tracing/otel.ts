@@ -15,7 +15,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, RandomIdGenerator, type IdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { TraceContext } from '../../jobs/types.js';
 import { packageVersion } from '../cli/package-info.js';
-import type { RunEvent } from '../engine/executor.js';
+import type { RunEvent } from '../engine/events.js';
 import { occurrenceTraceIds, traceparent } from './ids.js';
 import type { AttemptTrace, OccurrenceTracer, PlannedOccurrenceTrace, TracingOptions } from './tracer.js';
 

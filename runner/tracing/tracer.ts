@@ -16,8 +16,9 @@
  * `context.trace`.
  */
 import type { Logger } from '../log.js';
-import type { RunEvent } from '../engine/executor.js';
-import type { Origin, PlannedFinal } from '../redis/store.js';
+import type { RunEvent } from '../engine/events.js';
+import type { Origin } from '../records/runs.js';
+import type { PlannedFinal } from '../redis/store.js';
 import type { TraceContext } from '../../jobs/types.js';
 
 /** An occurrence the planner recorded. Times are Redis UTC ms. */

@@ -113,6 +113,7 @@ describe('reload', () => {
     writeFileSync(join(dir, '.a.yaml.swp'), 'editor state');
     await sleep(2000);
     expect(r.logs('schedules reloaded')).toEqual([]);
+    expect(r.logs('schedule files re-read; nothing changed')).toEqual([]); // not even re-read
     writeFileSync(join(dir, 'b.yml'), `schedules:\n  - { name: b, cron: "0 0 1 1 *", job: { kind: http, url: ${flock.receiver.url}/b } }\n`);
     await r.waitForLog((l) => l.msg === 'schedules reloaded', 10_000, 'reload after a schedule file appeared');
     expect(r.logs('schedules reloaded')).toHaveLength(1);

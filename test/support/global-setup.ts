@@ -5,5 +5,5 @@ import { execFileSync } from 'node:child_process';
 
 export default function setup(): void {
   if (process.env.CRONFLOCK_SKIP_BUILD === '1') return;
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' }); // tsc, and the .lua scripts copied beside it
 }

@@ -1,59 +1,72 @@
-import { LUA_PRELUDE } from './lua.js';
+--[[
+  claim: take an occurrence to run it. The one place where "at most one live claimant" and the concurrency
+  policy are decided, atomically, on the Redis clock.
 
-/**
- * claim: take an occurrence to run it. The one place where "at most one live claimant" and the concurrency
- * policy are decided, atomically, on the Redis clock.
- *
- * BullMQ delivers an occurrence at least once (a stalled job is delivered again); this script turns delivery
- * into at most one live claim per occurrence: a claim is refused while another claimant's lease is live, every
- * claim increments the fencing token, and a final record is never claimed again (so a duplicate delivery, or a
- * job re-added after BullMQ removed it, runs nothing).
- *
- * Concurrency policy (Kubernetes CronJob semantics, across every replica): the schedule's `active` set holds
- * the occurrences that have started and are not final: those whose lease is live, and those waiting to retry
- * or handed over, which keep their place for a while (lua.ts). The policy decides about occurrences that have
- * not started; one that has started keeps its place and ends succeeded or failed, never skipped.
- * - Forbid: an occurrence that has not started and finds another one running or waiting to retry is recorded
- *   skipped (overlap); a started one (a retry, a re-claim) that finds another waits for it to end.
- * - Replace: the newer occurrence asks the older running ones to stop (their claimant learns it at its next
- *   renewal and its AbortSignal fires) and waits until they have stopped or lost their claim; an older one
- *   waiting to retry is ended at once, failed: replaced. An older occurrence that finds a newer one running is
- *   recorded skipped (superseded) if it has not started, failed: replaced if it has.
- * - Allow with maxConcurrent: waits for a free slot (within the starting deadline); a run waiting to retry
- *   keeps its slot.
- * Backfill occurrences never skip or replace: they wait; their order and pace are the backfill admission's
- * (scripts/backfill.ts). An admitted backfill occurrence of a suspended schedule goes back to waiting in its
- * backfill queue, unrun (paused until `cronflock resume`).
- *
- * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule (ZSET), KEYS[4] schedules
- * (SET), KEYS[5] active set of the schedule (ZSET), KEYS[6] suspended schedules (HASH), KEYS[7] backfill queue
- * of the schedule (ZSET)
- * ARGV[1] replica, ARGV[2] lockMs, ARGV[3] horizonMs, ARGV[4] retentionMs, ARGV[5] schedule, ARGV[6] dueMs,
- * ARGV[7] fireMs, ARGV[8] occurrence key, ARGV[9] startingDeadlineMs (-1: none), ARGV[10] earlyToleranceMs,
- * ARGV[11] maxStalls, ARGV[12] origin (schedule | manual | backfill | resume), ARGV[13] concurrency policy
- * (Allow | Forbid | Replace), ARGV[14] maxConcurrent (-1: no limit)
- * Returns one of:
- *   {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
- *                                 leaseUntil; the triples are older occurrences it ended failed: replaced
- *   {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
- *   {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
- *   {'final', state}              already finished: nothing to do
- *   {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
- *   {'missed'}                    recorded missed: it can no longer start within its starting deadline
- *   {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
- *   {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
- *   {'failed', reason, error}     recorded failed: it had started, and a newer occurrence replaces it (Replace)
- *   {'stalled-out'}               recorded failed: it stalled more than maxStalls times
- */
-export const claimScript = {
-  name: 'cronflockClaim',
-  numberOfKeys: 7,
-  lua: `${LUA_PRELUDE}
+  BullMQ delivers an occurrence at least once (a stalled job is delivered again); this script turns delivery
+  into at most one live claim per occurrence: a claim is refused while another claimant's lease is live, every
+  claim increments the fencing token, and a final record is never claimed again (so a duplicate delivery, or a
+  job re-added after BullMQ removed it, runs nothing).
+
+  Concurrency policy (Kubernetes CronJob semantics, across every replica): the schedule's `active` set holds
+  the occurrences that have started and are not final: those whose lease is live, and those waiting to retry
+  or handed over, which keep their place for a while (includes/record.lua). The policy decides about
+  occurrences that have not started; one that has started keeps its place and ends succeeded or failed, never
+  skipped.
+  - Forbid: an occurrence that has not started and finds another one running or waiting to retry is recorded
+    skipped (overlap); a started one (a retry, a re-claim) that finds another waits for it to end.
+  - Replace: the newer occurrence asks the older running ones to stop (their claimant learns it at its next
+    renewal and its AbortSignal fires) and waits until they have stopped or lost their claim; an older one
+    waiting to retry is ended at once, failed: replaced. An older occurrence that finds a newer one running is
+    recorded skipped (superseded) if it has not started, failed: replaced if it has.
+  - Allow with maxConcurrent: waits for a free slot (within the starting deadline); a run waiting to retry
+    keeps its slot.
+  Backfill occurrences never skip or replace: they wait; their order and pace are the backfill admission's
+  (backfill-admit.lua). An admitted backfill occurrence of a suspended schedule goes back to waiting in its
+  backfill queue, unrun (paused until `cronflock resume`).
+
+  KEYS[1] run record
+  KEYS[2] pending (ZSET)
+  KEYS[3] run index of the schedule (ZSET)
+  KEYS[4] schedules (SET)
+  KEYS[5] active set of the schedule (ZSET)
+  KEYS[6] suspended schedules (HASH)
+  KEYS[7] backfill queue of the schedule (ZSET)
+  ARGV[1] packed:
+    replica              the claimant
+    lockMs               the lease
+    horizonMs            an unknown occurrence older than this is not created (stale)
+    retentionMs          how long the record lives after its fire time, or once final
+    schedule             the occurrence's schedule
+    dueMs                its due time
+    fireMs               its fire time
+    key                  its occurrence key
+    startingDeadlineMs   -1: none
+    earlyToleranceMs     how long before the fire time a claim is accepted
+    maxStalls            stalls after which the occurrence fails (stalled-out)
+    origin               schedule | manual | backfill | resume
+    concurrencyPolicy    Allow | Forbid | Replace
+    maxConcurrent        -1: no limit
+  Returns one of:
+    {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
+                                  leaseUntil; the triples are older occurrences it ended failed: replaced
+    {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
+    {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
+    {'final', state}              already finished: nothing to do
+    {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
+    {'missed'}                    recorded missed: it can no longer start within its starting deadline
+    {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
+    {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
+    {'failed', reason, error}     recorded failed: it had started, and a newer occurrence replaces it (Replace)
+    {'stalled-out'}               recorded failed: it stalled more than maxStalls times
+]]
+-- @include "includes/record.lua"
+
+local args = cmsgpack.unpack(ARGV[1])
 local occKey = KEYS[1]
-local replica, lockMs, horizonMs, retentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local schedule, dueMs, fireMs, key = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local deadlineMs, earlyMs, maxStalls, origin = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
-local policy, maxConcurrent = ARGV[13], tonumber(ARGV[14])
+local replica, lockMs, horizonMs, retentionMs = args.replica, args.lockMs, args.horizonMs, args.retentionMs
+local schedule, dueMs, fireMs, key = args.schedule, args.dueMs, args.fireMs, args.key
+local deadlineMs, earlyMs, maxStalls, origin = args.startingDeadlineMs, args.earlyToleranceMs, args.maxStalls, args.origin
+local policy, maxConcurrent = args.concurrencyPolicy, args.maxConcurrent
 local occPrefix = string.sub(occKey, 1, #occKey - #key)
 
 if rcall('EXISTS', occKey) == 0 then
@@ -171,26 +184,3 @@ rcall('ZADD', KEYS[5], now + lockMs, key)
 local out = {'claimed', token, attempt, now, firstStart}
 for _, v in ipairs(replaced) do out[#out + 1] = v end
 return out
-`,
-} as const;
-
-/**
- * enqueueManual: record an occurrence that does not come from the planner and runs at once — `cronflock
- * trigger` (origin manual) and the run after `cronflock resume` (origin resume). Not bounded by the horizon:
- * it is asked for. (Backfill occurrences wait for admission instead: scripts/backfill.ts.)
- *
- * KEYS[1] run record, KEYS[2] pending (ZSET), KEYS[3] run index of the schedule, KEYS[4] schedules (SET)
- * ARGV[1] schedule, ARGV[2] occurrence key, ARGV[3] dueMs, ARGV[4] origin, ARGV[5] who asked,
- * ARGV[6] retentionMs
- * Returns: {created (0|1), fireMs}: fireMs is now on the Redis clock (it runs at once).
- */
-export const enqueueManualScript = {
-  name: 'cronflockEnqueueManual',
-  numberOfKeys: 4,
-  lua: `${LUA_PRELUDE}
-if rcall('EXISTS', KEYS[1]) == 1 then return {0, 0} end
-createRecord(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], now, ARGV[4], 'scheduled', '', ARGV[5], tonumber(ARGV[6]))
-rcall('ZADD', KEYS[2], now, ARGV[2])
-return {1, now}
-`,
-} as const;

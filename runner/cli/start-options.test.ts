@@ -1,0 +1,57 @@
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { compileOptions, DEFAULT_OPTIONS, OptionsError } from '../engine/options.js';
+import { flagNames, flagOption, optionsFromFlags, START_FLAGS } from './start-options.js';
+
+/** `cronflock start`'s runner options parsed from `argv` as the command does. */
+function parse(argv: string[], env: Record<string, string> = {}): Record<string, unknown> {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    const c = new Command().exitOverride();
+    for (const f of START_FLAGS) c.addOption(flagOption(f));
+    c.parse(argv, { from: 'user' });
+    return c.opts();
+  } finally {
+    process.env = saved;
+  }
+}
+
+describe('the start flags (one table)', () => {
+  it('set each runner option once, in its unit; flags not given and empty names are left to the defaults', () => {
+    const runnerFlags = START_FLAGS.filter((f) => f.option !== undefined);
+    expect(new Set(runnerFlags.map((f) => f.option)).size).toBe(runnerFlags.length);
+    expect(new Set(START_FLAGS.map((f) => flagOption(f).attributeName())).size).toBe(START_FLAGS.length);
+    expect(optionsFromFlags(parse(['--lock', '2s', '--stalled-interval', '500ms', '--max-stalls', '0', '--backfill-concurrency', '3']))).toEqual({
+      lockMs: 2000,
+      stalledIntervalMs: 500,
+      maxStalls: 0,
+      backfillConcurrency: 3,
+    });
+    expect(optionsFromFlags(parse(['--replica', '']))).toEqual({});
+    expect(optionsFromFlags(parse([], { CRONFLOCK_REPLICA: 'from-env' }))).toEqual({ replica: 'from-env' });
+    expect(() => parse(['--concurrency', '0'])).toThrow(/must be a whole number ≥ 1/);
+    expect(() => parse(['--tick', 'soon'])).toThrow(/tick/);
+  });
+
+  it('show each default in its unit', () => {
+    const help = (option: string): string => flagOption(START_FLAGS.find((f) => f.option === option)!).description;
+    expect(help('lockMs')).toBe(`claim lease; failover takes about lock + lock/2 (default 4s)`);
+    expect(help('horizonMs')).toContain('(default 1h)');
+    expect(help('concurrency')).toContain(`(default ${DEFAULT_OPTIONS.concurrency})`);
+    expect(help('stalledIntervalMs')).toContain('(default: lock/2)');
+  });
+
+  it("name the flags in compileOptions' messages", () => {
+    const message = (() => {
+      try {
+        compileOptions(optionsFromFlags(parse(['--tick', '2s'])));
+      } catch (e) {
+        return (e as OptionsError).message;
+      }
+      return '';
+    })();
+    expect(flagNames(message)).toBe('--tick must be ≥ 50 ms and at most half of --lookahead (3000 ms)');
+    expect(flagNames('prefetchMs must be shorter than lookaheadMs; namespace and replica')).toBe('prefetch must be shorter than --lookahead; --namespace and --replica');
+  });
+});

@@ -1,0 +1,28 @@
+--[[
+  heartbeat: one replica's membership in the flock's planning, on the Redis clock.
+
+  Membership only divides *planning* work (which replica offers which schedule's occurrences first); it decides
+  nothing about claims, so a stale or split view costs duplicate offers (idempotent) at worst, never a second
+  run. A member that stops heartbeating (killed, stopped, partitioned) drops out when its registration expires.
+
+  KEYS[1] members (ZSET, score: expiry ms)
+  KEYS[2] digests (HASH replica → definitions digest)
+  ARGV[1] replica
+  ARGV[2] digest
+  ARGV[3] ttlMs
+  Returns: flat list replica, digest, replica, digest, … of the live members (the caller included).
+]]
+-- @include "includes/now.lua"
+
+rcall('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+rcall('HSET', KEYS[2], ARGV[1], ARGV[2])
+for _, gone in ipairs(rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
+  rcall('ZREM', KEYS[1], gone)
+  rcall('HDEL', KEYS[2], gone)
+end
+local out = {}
+for _, member in ipairs(rcall('ZRANGE', KEYS[1], 0, -1)) do
+  out[#out + 1] = member
+  out[#out + 1] = rcall('HGET', KEYS[2], member) or ''
+end
+return out

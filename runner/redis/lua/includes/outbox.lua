@@ -1,0 +1,28 @@
+--[[
+  The notify outbox: emitOutcome(occKey, state, reason), called where a run record reaches an outcome
+  (record.lua's createRecord and finalize; the claim's first start).
+]]
+-- @include "now.lua"
+
+-- emitOutcome: the outbox of notifications and heartbeats (runner/outbox/), written in the same atomic step as
+-- the outcome. Only for schedules whose published definition ({ns}:defs) has outboxOn, the space-separated
+-- outcomes it wants (started succeeded failed missed skipped recovered). {ns}:outbox:last keeps such a
+-- schedule's last outcome among succeeded, failed and missed: a success after failed or missed is a recovery.
+local function emitOutcome(occKey, state, reason)
+  local ns = string.match(occKey, '^{[^}]*}')
+  local schedule = ns and rcall('HGET', occKey, 'schedule')
+  local def = schedule and rcall('HGET', ns .. ':defs', schedule)
+  if not def or not string.find(def, '"outboxOn"', 1, true) then return end
+  local on = ' ' .. tostring(cjson.decode(def).outboxOn) .. ' '
+  local prev = ''
+  if state == 'succeeded' or state == 'failed' or state == 'missed' then
+    prev = rcall('HGET', ns .. ':outbox:last', schedule) or ''
+    rcall('HSET', ns .. ':outbox:last', schedule, state)
+  end
+  local recovered = state == 'succeeded' and (prev == 'failed' or prev == 'missed') and string.find(on, ' recovered ', 1, true)
+  if recovered or string.find(on, ' ' .. state .. ' ', 1, true) then
+    local rec = rcall('HMGET', occKey, 'key', 'dueMs', 'attempt', 'error')
+    rcall('XADD', ns .. ':outbox', '*', 'key', rec[1], 'schedule', schedule, 'state', state, 'reason', reason,
+      'prev', prev, 'dueMs', rec[2], 'attempt', rec[3] or '0', 'error', rec[4] or '', 'atMs', now)
+  end
+end

@@ -1,0 +1,57 @@
+/**
+ * The reload rules of schedule files, as ScheduleSources applies them (files only): a refused file keeps its
+ * running version, a name now defined by a valid file is not kept twice, and nothing valid at all keeps
+ * everything running. (Reloading running replicas, with the file watch and SIGHUP:
+ * test/integration/reload.test.ts; files beside Schedules: combine.test.ts.)
+ */
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scheduleEntry, scheduleFile, scheduleFolder } from '../../test/support/schedules.js';
+import { ScheduleSources } from './sources.js';
+
+let folder: ReturnType<typeof scheduleFolder> | undefined;
+afterEach(() => folder?.cleanup());
+
+const log = pino({ level: 'silent' });
+const names = (c: { runs: { schedule: { name: string } }[] }): string[] => c.runs.map((r) => r.schedule.name).sort();
+
+/** Sources on `dir` that run what they find there now. */
+async function running(dir: string): Promise<ScheduleSources> {
+  const s = new ScheduleSources({ path: dir, log });
+  s.applied(await s.compose());
+  return s;
+}
+
+describe('ScheduleSources reload rules (files)', () => {
+  it('keeps the running version of a refused file, and takes the new version of the others (removals too)', async () => {
+    folder = scheduleFolder({
+      'a.yaml': scheduleFile(scheduleEntry('a1'), scheduleEntry('removed')),
+      'b.yaml': scheduleFile(scheduleEntry('b1'), scheduleEntry('b2')),
+    });
+    const s = await running(folder.dir);
+    const before = s.running.find((r) => r.schedule.name === 'b1')!.schedule;
+    folder.write('a.yaml', scheduleFile(scheduleEntry('a1', { cron: '*/7 * * * * *' }), scheduleEntry('a2')));
+    folder.write('b.yaml', scheduleFile(scheduleEntry('b1', { cron: 'not a cron' })));
+    const c = await s.compose();
+    expect(c.refusedFiles).toEqual([`${folder.dir}/b.yaml`]);
+    expect(names(c)).toEqual(['a1', 'a2', 'b1', 'b2']);
+    expect(c.runs.find((r) => r.schedule.name === 'a1')!.schedule.cron).toBe('*/7 * * * * *'); // the new version
+    expect(c.runs.find((r) => r.schedule.name === 'b1')!.schedule).toBe(before); // the running one
+  });
+
+  it("does not keep a refused file's schedule that a valid file now defines", async () => {
+    folder = scheduleFolder({ 'a.yaml': scheduleFile(scheduleEntry('a1')), 'b.yaml': scheduleFile(scheduleEntry('moving')) });
+    const s = await running(folder.dir);
+    folder.write('a.yaml', scheduleFile(scheduleEntry('a1'), scheduleEntry('moving', { cron: '0 * * * * *' })));
+    folder.write('b.yaml', 'schedules: [');
+    const c = await s.compose();
+    expect(c.runs.filter((r) => r.schedule.name === 'moving').map((r) => r.schedule.cron)).toEqual(['0 * * * * *']);
+  });
+
+  it('with every file refused, keeps what runs', async () => {
+    folder = scheduleFolder({ 'a.yaml': scheduleFile(scheduleEntry('a1')) });
+    const s = await running(folder.dir);
+    folder.write('a.yaml', 'schedules: [');
+    expect(names(await s.compose())).toEqual(['a1']);
+  });
+});
