@@ -86,7 +86,11 @@ export const START_FLAGS: readonly StartFlag[] = [
     help: 'send OpenTelemetry traces (one per occurrence) over OTLP/HTTP; on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set (default endpoint: that, else http://localhost:4318)',
   },
   // ---- dashboard (runner/api/replica-extras.ts) ----
-  { flag: '--history <duration>', unit: 'duration', help: 'how long finished occurrences, their log lines and the audit log are kept', defaultText: formatDurationMs(DEFAULT_HISTORY_MS) },
+  {
+    flag: '--history <duration>',
+    unit: 'duration',
+    help: `how long finished occurrences, their log lines and the audit log are kept (default ${formatDurationMs(DEFAULT_HISTORY_MS)})`,
+  },
   { flag: '--ui', unit: 'switch', help: 'also serve the dashboard and the HTTP API (see cronflock ui)' },
 ];
 
