@@ -12,11 +12,12 @@
  *   api         --schedules 10000 --requests 300                              the dashboard's GET /api/v1/schedules latency
  *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
+ *   results                                                                   rewrite bench/RESULTS.md from bench/current.json
  *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
  */
 import { installCleanup } from './lib/procs.js';
-import { beginRun } from './lib/report.js';
+import { beginRun, writeCurrent } from './lib/report.js';
 import { Flags } from './lib/util.js';
 import { burst } from './scenarios/burst.js';
 import { failover } from './scenarios/failover.js';
@@ -36,6 +37,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   api: () => api(flags),
   health: () => health(flags),
   soak: () => soakMain(process.argv.slice(3)),
+  results: async () => writeCurrent(),
 };
 if (!scenarios[scenario]) {
   process.stderr.write(`unknown scenario "${scenario}"; choose one of: ${Object.keys(scenarios).join(', ')}\n`);

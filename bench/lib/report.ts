@@ -89,11 +89,15 @@ export async function report(t: Table, o: { key?: string; figures?: Record<strin
     const history = join(ROOT, historyFile(rec.conditions));
     mkdirSync(dirname(history), { recursive: true });
     appendFileSync(history, `${text}\n`);
-    const current = mergeCurrent(readCurrent(), rec);
-    writeFileSync(CURRENT, `${JSON.stringify(current, null, 1)}\n`);
-    writeFileSync(join(ROOT, 'bench/RESULTS.md'), renderResultsPage(current));
+    writeCurrent(mergeCurrent(readCurrent(), rec));
   }
   return text;
+}
+
+/** Writes bench/current.json and rewrites bench/RESULTS.md from it (`npm run bench -- results` after a change of the page). */
+export function writeCurrent(current: readonly BenchRecord[] = readCurrent()): void {
+  writeFileSync(CURRENT, `${JSON.stringify(current, null, 1)}\n`);
+  writeFileSync(join(ROOT, 'bench/RESULTS.md'), renderResultsPage(current));
 }
 
 /** A two-column table, the format of the first benchmark. */

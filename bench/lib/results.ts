@@ -56,7 +56,7 @@ const CRONFLOCK_COLUMNS: ThroughputSystem[] = ['cronflock', 'cronflock0'];
 /** "2026-11-30 11:27 UTC · vm (2 × AMD EPYC) · load 1.6 2.5 3.5 at the start · …", one line. */
 export function conditionsLine(c: RunConditions): string {
   const at = `${c.atIso.slice(0, 10)} ${c.atIso.slice(11, 16)} UTC`;
-  const load = `load ${c.load.avg.map((l) => l.toFixed(1)).join(' ')} at the ${c.load.when}`;
+  const load = c.load.avg.length ? `load ${c.load.avg.map((l) => l.toFixed(1)).join(' ')} at the ${c.load.when}` : 'load not recorded';
   const busy = c.busyBeforePct !== undefined ? `machine ${c.busyBeforePct.toFixed(0)} % busy in the second before` : undefined;
   return [at, c.machine, load, busy, c.software, c.commit ? `commit ${c.commit}` : undefined, c.note].filter(Boolean).join(' · ');
 }
@@ -113,7 +113,7 @@ const num = (r: BenchRecord | undefined, name: string): number | undefined => {
   const v = r?.figures[name];
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 };
-const runOf = (r: BenchRecord): string => `${r.key} (${r.conditions.atIso.slice(0, 10)})`;
+const runOf = (r: BenchRecord): string => `${r.key} (${r.conditions.atIso.slice(0, 10)} ${r.conditions.atIso.slice(11, 16)})`;
 const f0 = (v: number): string => Math.round(v).toLocaleString('en');
 const x2 = (v: number): string => `${v.toFixed(2)}×`;
 const notMeasured = (why: string): Judgement => ({ measured: why, runs: [], verdict: 'not measured' });
@@ -127,8 +127,8 @@ const columnsWith = (r: BenchRecord, name: string): ThroughputSystem[] => CRONFL
 const colLabel = (s: ThroughputSystem): string => (s === 'cronflock' ? 'jittered' : 'jitter 0');
 
 /**
- * Judges "every cronflock column of each record meets `ok`"; `say` describes a column's figures. A record
- * lacking a figure (or its BullMQ peer) makes the target "not measured".
+ * Judges "every cronflock column of each record meets `ok`"; `say` describes a column's figures. Missed when a
+ * measured column misses; otherwise a record or figure missing (`ok` undefined) makes it "not measured".
  */
 function judgeColumns(
   records: (BenchRecord | undefined)[],
@@ -138,11 +138,13 @@ function judgeColumns(
   say: (r: BenchRecord, s: ThroughputSystem) => string,
 ): Judgement {
   const missing = keys.filter((_, i) => !records[i] || columnsWith(records[i]!, need).length === 0);
-  if (missing.length) return notMeasured(`no run of ${missing.join(', ')} with this figure`);
+  const present = records.filter((r): r is BenchRecord => r !== undefined && columnsWith(r, need).length > 0);
+  if (present.length === 0) return notMeasured(`no run of ${missing.join(', ')} with this figure`);
   const parts: string[] = [];
   let met = true;
-  let unknown = false;
-  for (const r of records as BenchRecord[]) {
+  let unknown = missing.length > 0;
+  if (missing.length) parts.push(`${missing.join(', ')}: not measured`);
+  for (const r of present) {
     const cols = columnsWith(r, need);
     parts.push(`${r.key.replace(/^throughput /, '')}: ${cols.map((s) => `${colLabel(s)} ${say(r, s)}`).join(', ')}`);
     for (const s of cols) {
@@ -151,7 +153,7 @@ function judgeColumns(
       else if (!v) met = false;
     }
   }
-  return { measured: parts.join('; '), runs: (records as BenchRecord[]).map(runOf), verdict: !met ? 'missed' : unknown ? 'not measured' : 'met' };
+  return { measured: parts.join('; '), runs: present.map(runOf), verdict: !met ? 'missed' : unknown ? 'not measured' : 'met' };
 }
 
 /** `a / b` for two figures of one record, undefined when either is missing or b is 0. */
@@ -189,7 +191,8 @@ export const TARGETS: Target[] = [
         (r, s) => {
           const q = figRatio(r, `${s}.startedPerS`, 'bullmq.startedPerS');
           const p99 = num(r, `${s}.latenessP99Ms`);
-          return q === undefined || p99 === undefined ? undefined : q >= 1.5 && p99 <= 1000;
+          if ((q !== undefined && q < 1.5) || (p99 !== undefined && p99 > 1000)) return false;
+          return q === undefined || p99 === undefined ? undefined : true;
         },
         (r, s) =>
           `${f0(num(r, `${s}.startedPerS`)!)}/s vs ${fmtU(num(r, 'bullmq.startedPerS'), f0)}/s (${fmtU(figRatio(r, `${s}.startedPerS`, 'bullmq.startedPerS'), x2)}), p99 ${fmtU(num(r, `${s}.latenessP99Ms`), f0)} ms`,
@@ -241,7 +244,11 @@ export const TARGETS: Target[] = [
         [byKey(cur, key)],
         [key],
         'latenessP99Ms',
-        (r, s) => mapU(figRatio(r, `${s}.latenessP99Ms`, 'bullmq.latenessP99Ms'), (q) => q <= 0.1 && num(r, `${s}.latenessP99Ms`)! <= 25),
+        (r, s) => {
+          const q = figRatio(r, `${s}.latenessP99Ms`, 'bullmq.latenessP99Ms');
+          if (num(r, `${s}.latenessP99Ms`)! > 25 || (q !== undefined && q > 0.1)) return false;
+          return q === undefined ? undefined : true;
+        },
         (r, s) => `${f0(num(r, `${s}.latenessP99Ms`)!)} ms vs ${fmtU(num(r, 'bullmq.latenessP99Ms'), f0)} ms (${fmtU(figRatio(r, `${s}.latenessP99Ms`, 'bullmq.latenessP99Ms'), x2)})`,
       );
     },
@@ -258,8 +265,9 @@ export const TARGETS: Target[] = [
       const r = newestWith(cur, '100000.rssMb');
       const steady = num(r, '100000.rssMb');
       const peak = num(r, '100000.peakRssMb');
-      if (!r || steady === undefined || peak === undefined) return notMeasured('no idle run with 100,000 registered');
-      return { measured: `${f0(steady)} MB steady, ${f0(peak)} MB peak`, runs: [runOf(r)], verdict: steady <= 200 && peak <= 300 ? 'met' : 'missed' };
+      if (!r || steady === undefined) return notMeasured('no idle run with 100,000 registered');
+      const verdict: Verdict = steady > 200 || (peak !== undefined && peak > 300) ? 'missed' : peak === undefined ? 'not measured' : 'met';
+      return { measured: `${f0(steady)} MB steady, ${fmtU(peak, f0)} MB peak`, runs: [runOf(r)], verdict };
     },
   },
   {
@@ -271,12 +279,13 @@ export const TARGETS: Target[] = [
       const loadS = num(r, '1000000.loadS');
       const cpu = num(r, '1000000.cpuPct');
       const cpu0 = num(r, '0.cpuPct');
-      if (!r || rss === undefined || loadS === undefined || cpu === undefined || cpu0 === undefined) return notMeasured('no idle run with 1,000,000 registered');
-      const over = cpu - cpu0;
+      if (!r || rss === undefined) return notMeasured('no idle run with 1,000,000 registered');
+      const over = cpu !== undefined && cpu0 !== undefined ? cpu - cpu0 : undefined;
+      const parts = [rss <= 1024, loadS === undefined ? undefined : loadS <= 30, over === undefined ? undefined : over <= 2];
       return {
-        measured: `${f0(rss)} MB, load ${loadS.toFixed(0)} s, idle CPU +${over.toFixed(2)} % of a core`,
+        measured: `${f0(rss)} MB, load ${fmtU(loadS, f0)} s, idle CPU ${fmtU(over, (v) => `${v >= 0 ? '+' : ''}${v.toFixed(2)}`)} % of a core over 0 registered`,
         runs: [runOf(r)],
-        verdict: rss <= 1024 && loadS <= 30 && over <= 2 ? 'met' : 'missed',
+        verdict: parts.includes(false) ? 'missed' : parts.includes(undefined) ? 'not measured' : 'met',
       };
     },
   },
