@@ -14,10 +14,12 @@
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *   results                                                                   rewrite bench/RESULTS.md from bench/current.json
  *
+ * Every scenario takes `--note "…"`: a remark printed with each of its tables (e.g. that the machine was busy).
+ *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
  */
 import { installCleanup } from './lib/procs.js';
-import { beginRun, writeCurrent } from './lib/report.js';
+import { beginRun, setRunNote, writeCurrent } from './lib/report.js';
 import { Flags } from './lib/util.js';
 import { burst } from './scenarios/burst.js';
 import { failover } from './scenarios/failover.js';
@@ -44,6 +46,7 @@ if (!scenarios[scenario]) {
   process.exit(2);
 }
 installCleanup();
+setRunNote(flags.str('note', ''));
 beginRun()
   .then(() => scenarios[scenario]!())
   .then(

@@ -42,6 +42,12 @@ function cpuJiffies(): { busy: number; total: number } | undefined {
   }
 }
 
+let runNote: string | undefined;
+/** A note for every table of this run (`--note`), e.g. "noisy: 4 test suites ran beside it". */
+export function setRunNote(note: string | undefined): void {
+  runNote = note || undefined;
+}
+
 /**
  * The conditions of a run starting now: load average, and how busy the machine was over the last second (the
  * bench's own children are not running yet, so that is other processes' work). Takes 1 s.
@@ -60,6 +66,7 @@ export async function runConditions(): Promise<RunConditions> {
     ...(busyBeforePct !== undefined ? { busyBeforePct } : {}),
     software: software(),
     ...(commit() ? { commit: commit()! } : {}),
+    ...(runNote ? { note: runNote } : {}),
   };
 }
 
@@ -88,6 +95,7 @@ export async function report(t: Table, o: { key?: string; figures?: Record<strin
   if (process.env.BENCH_NO_RESULTS !== '1') {
     const history = join(ROOT, historyFile(rec.conditions));
     mkdirSync(dirname(history), { recursive: true });
+    if (!existsSync(history)) writeFileSync(history, `# Bench runs of ${rec.conditions.atIso.slice(0, 10)}\n\n`);
     appendFileSync(history, `${text}\n`);
     writeCurrent(mergeCurrent(readCurrent(), rec));
   }

@@ -11,7 +11,7 @@
  *   --redis-crash         stop Redis with SIGKILL (and run it with appendfsync always)
  */
 import { installCleanup } from '../lib/procs.js';
-import { beginRun, reportFigures } from '../lib/report.js';
+import { beginRun, reportFigures, setRunNote } from '../lib/report.js';
 import { Flags } from '../lib/util.js';
 import { FAULT_KINDS, runSoak, soakRows, type FaultKind } from './soak.js';
 
@@ -19,6 +19,7 @@ export async function soakMain(argv: readonly string[]): Promise<number> {
   const f = new Flags(argv);
   const faults = f.list('faults', [...FAULT_KINDS]) as FaultKind[];
   for (const k of faults) if (!FAULT_KINDS.includes(k)) throw new Error(`unknown fault "${k}"; known: ${FAULT_KINDS.join(', ')}`);
+  setRunNote(f.str('note', ''));
   await beginRun();
   const r = await runSoak({
     minutes: f.num('minutes', 10),
