@@ -163,41 +163,49 @@ function figRatio(r: BenchRecord, a: string, b: string): number | undefined {
   return x === undefined || y === undefined || y === 0 ? undefined : x / y;
 }
 
+/** Column `s`'s figure `name` / BullMQ's, in a throughput record. */
+const vsBullmq = (r: BenchRecord, s: ThroughputSystem, name: string): number | undefined => figRatio(r, `${s}.${name}`, `bullmq.${name}`);
+
+/** Says "<cronflock><unit> vs <BullMQ><unit> (<ratio>)" of figure `name`. */
+function sayVsBullmq(name: string, unit: string, show: (v: number) => string = f0): (r: BenchRecord, s: ThroughputSystem) => string {
+  return (r, s) => `${fmtU(num(r, `${s}.${name}`), show)}${unit} vs ${fmtU(num(r, `bullmq.${name}`), show)}${unit} (${fmtU(vsBullmq(r, s, name), x2)})`;
+}
+
+/** A target on the throughput runs of `keys`: every cronflock column's figure `name` judged by `ok`. */
+function onRuns(
+  cur: readonly BenchRecord[],
+  keys: string[],
+  name: string,
+  ok: (r: BenchRecord, s: ThroughputSystem) => boolean | undefined,
+  say: (r: BenchRecord, s: ThroughputSystem) => string,
+): Judgement {
+  return judgeColumns(keys.map((k) => byKey(cur, k)), keys, name, ok, say);
+}
+
 /** Issue 16's targets ("each measured side by side in one run on this 2-core machine, quiet, reported as ratios"). */
 export const TARGETS: Target[] = [
   {
     measure: 'Redis CPU per occurrence, 3 replicas, 1,000 and 4,000 schedules/s',
     target: '≤ 0.5× BullMQ Job Schedulers\'',
-    judge(cur) {
-      const keys = ['throughput 3×1000', 'throughput 3×4000'];
-      return judgeColumns(
-        keys.map((k) => byKey(cur, k)),
-        keys,
-        'redisUsPerOcc',
-        (r, s) => mapU(figRatio(r, `${s}.redisUsPerOcc`, 'bullmq.redisUsPerOcc'), (q) => q <= 0.5),
-        (r, s) => `${f0(num(r, `${s}.redisUsPerOcc`)!)} µs vs ${fmtU(num(r, 'bullmq.redisUsPerOcc'), f0)} µs (${fmtU(figRatio(r, `${s}.redisUsPerOcc`, 'bullmq.redisUsPerOcc'), x2)})`,
-      );
-    },
+    judge: (cur) =>
+      onRuns(cur, ['throughput 3×1000', 'throughput 3×4000'], 'redisUsPerOcc', (r, s) => mapU(vsBullmq(r, s, 'redisUsPerOcc'), (q) => q <= 0.5), sayVsBullmq('redisUsPerOcc', ' µs')),
   },
   {
     measure: 'occurrences started/s at saturation (offer 8,000/s), 3 replicas',
     target: '≥ 1.5× BullMQ\'s, with cronflock\'s p99 start lateness ≤ 1 s',
-    judge(cur) {
-      const key = 'throughput 3×8000';
-      return judgeColumns(
-        [byKey(cur, key)],
-        [key],
+    judge: (cur) =>
+      onRuns(
+        cur,
+        ['throughput 3×8000'],
         'startedPerS',
         (r, s) => {
-          const q = figRatio(r, `${s}.startedPerS`, 'bullmq.startedPerS');
+          const q = vsBullmq(r, s, 'startedPerS');
           const p99 = num(r, `${s}.latenessP99Ms`);
           if ((q !== undefined && q < 1.5) || (p99 !== undefined && p99 > 1000)) return false;
           return q === undefined || p99 === undefined ? undefined : true;
         },
-        (r, s) =>
-          `${f0(num(r, `${s}.startedPerS`)!)}/s vs ${fmtU(num(r, 'bullmq.startedPerS'), f0)}/s (${fmtU(figRatio(r, `${s}.startedPerS`, 'bullmq.startedPerS'), x2)}), p99 ${fmtU(num(r, `${s}.latenessP99Ms`), f0)} ms`,
-      );
-    },
+        (r, s) => `${sayVsBullmq('startedPerS', '/s')(r, s)}, p99 ${fmtU(num(r, `${s}.latenessP99Ms`), f0)} ms`,
+      ),
   },
   {
     measure: 'started/s when offered 2× what it sustains (overload), 3 replicas',
@@ -238,20 +246,18 @@ export const TARGETS: Target[] = [
   {
     measure: 'start lateness p99 at 1,000/s',
     target: '≤ 25 ms on a quiet machine, and ≤ 0.1× BullMQ\'s in the same run',
-    judge(cur) {
-      const key = 'throughput 3×1000';
-      return judgeColumns(
-        [byKey(cur, key)],
-        [key],
+    judge: (cur) =>
+      onRuns(
+        cur,
+        ['throughput 3×1000'],
         'latenessP99Ms',
         (r, s) => {
-          const q = figRatio(r, `${s}.latenessP99Ms`, 'bullmq.latenessP99Ms');
+          const q = vsBullmq(r, s, 'latenessP99Ms');
           if (num(r, `${s}.latenessP99Ms`)! > 25 || (q !== undefined && q > 0.1)) return false;
           return q === undefined ? undefined : true;
         },
-        (r, s) => `${f0(num(r, `${s}.latenessP99Ms`)!)} ms vs ${fmtU(num(r, 'bullmq.latenessP99Ms'), f0)} ms (${fmtU(figRatio(r, `${s}.latenessP99Ms`, 'bullmq.latenessP99Ms'), x2)})`,
-      );
-    },
+        sayVsBullmq('latenessP99Ms', ' ms'),
+      ),
   },
   {
     measure: 'failover p99 after SIGKILL, `--lock 500ms`',
@@ -292,16 +298,8 @@ export const TARGETS: Target[] = [
   {
     measure: 'set-up until running, 3 replicas, 1,000 schedules',
     target: '≤ 1.5× BullMQ\'s',
-    judge(cur) {
-      const key = 'throughput 3×1000';
-      return judgeColumns(
-        [byKey(cur, key)],
-        [key],
-        'setupS',
-        (r, s) => mapU(figRatio(r, `${s}.setupS`, 'bullmq.setupS'), (q) => q <= 1.5),
-        (r, s) => `${num(r, `${s}.setupS`)!.toFixed(1)} s vs ${fmtU(num(r, 'bullmq.setupS'), (v) => v.toFixed(1))} s (${fmtU(figRatio(r, `${s}.setupS`, 'bullmq.setupS'), x2)})`,
-      );
-    },
+    judge: (cur) =>
+      onRuns(cur, ['throughput 3×1000'], 'setupS', (r, s) => mapU(vsBullmq(r, s, 'setupS'), (q) => q <= 1.5), sayVsBullmq('setupS', ' s', (v) => v.toFixed(1))),
   },
   {
     measure: '3-master Redis Cluster (local redis-server processes), one flock, `--partitions 3`, 3,000/s',
