@@ -1,9 +1,11 @@
 /**
  * `npm run bench -- <scenario> [flags]`: figures for cronflock measured side by side with the peers a user would
- * pick instead, on this machine, with real replica processes and a real redis-server. Each scenario prints a
- * table and appends it to bench/RESULTS.md with date, machine, Node, Redis and package versions.
+ * pick instead, on this machine, with real replica processes and a real redis-server. Each scenario prints its
+ * tables with date, machine, load at the start, Node, Redis and package versions; appends them in full to
+ * bench/history/<YYYY-MM-DD>.md; and makes them the current figures of their setting in bench/current.json, from
+ * which bench/RESULTS.md (current figures and issue 16's targets, met or missed) is rewritten (bench/lib/report.ts).
  *
- *   throughput  --replicas 1,3,5 --schedules 1000,10000,100000 --seconds 15   cronflock vs BullMQ Job Schedulers
+ *   throughput  --replicas 1,3,5 --schedules 1000,10000,100000 --seconds 15   cronflock (jittered, jitter 0) vs BullMQ Job Schedulers
  *   burst       --schedules 100000 --jitters 0,60s                            one instant, jitter 0 vs 60 s
  *   failover    --trials 30 --locks default,1s,500ms                          vs a lease singleton (15/10/2 s)
  *   idle        --schedules 1000000 --due 10                                  RSS/CPU with many registered schedules
@@ -11,10 +13,14 @@
  *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
  *   script-args --claims 20000 --plans 200                                    claim/plan script cost, argument forms
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
+ *   results                                                                   rewrite bench/RESULTS.md from bench/current.json
+ *
+ * Every scenario takes `--note "…"`: a remark printed with each of its tables (e.g. that the machine was busy).
  *
  * Scenario modules are in bench/scenarios/, peers in bench/peers/, the soak in bench/soak/.
  */
 import { installCleanup } from './lib/procs.js';
+import { beginRun, setRunNote, writeCurrent } from './lib/report.js';
 import { Flags } from './lib/util.js';
 import { burst } from './scenarios/burst.js';
 import { failover } from './scenarios/failover.js';
@@ -36,13 +42,17 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   health: () => health(flags),
   'script-args': () => scriptArgs(flags),
   soak: () => soakMain(process.argv.slice(3)),
+  results: async () => writeCurrent(),
 };
 if (!scenarios[scenario]) {
   process.stderr.write(`unknown scenario "${scenario}"; choose one of: ${Object.keys(scenarios).join(', ')}\n`);
   process.exit(2);
 }
 installCleanup();
-scenarios[scenario]!().then(
+setRunNote(flags.str('note', ''));
+beginRun()
+  .then(() => scenarios[scenario]!())
+  .then(
   (code) => process.exit(typeof code === 'number' ? code : 0),
   (err: unknown) => {
     process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);

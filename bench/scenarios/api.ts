@@ -74,7 +74,7 @@ export async function api(flags: Flags): Promise<void> {
     }
     child.kill('SIGTERM');
     untrackPid(child.pid!);
-    reportFigures(`api: ${n} schedules, GET /api/v1/schedules?limit=100 from cronflock ui (one process), one request at a time`, rows);
+    await reportFigures(`api: ${n} schedules, GET /api/v1/schedules?limit=100 from cronflock ui (one process), one request at a time`, rows, undefined, { key: `api ${n}` });
   } finally {
     client.disconnect();
     await redis.stop();

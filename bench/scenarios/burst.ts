@@ -80,7 +80,7 @@ async function burstOnce(redis: BenchRedis, probe: Redis, o: { schedules: number
     if (res.readyBeforeDueMs < 3000) throw new Error(`replicas ready only ${res.readyBeforeDueMs} ms before the due time`);
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start(250);
     await sleep(Math.max(0, dueMs - 4000 - Date.now())); // planning starts lookahead (3 s) before
-    const c0 = await redisCounters(probe);
+    const c0 = await redisCounters(probe, redis.runId);
     const keys = new Keyspace();
     // Done when nothing is open any more (every occurrence recorded and final) after the window, or max-wait.
     await sleep(Math.max(0, dueMs + jitterMs - Date.now()));
@@ -90,7 +90,7 @@ async function burstOnce(redis: BenchRedis, probe: Redis, o: { schedules: number
       const [pending, recorded] = await Promise.all([probe.zcard(keys.pending), probe.dbsize()]);
       if (pending === 0 && recorded > o.schedules) break;
     }
-    const c1 = await redisCounters(probe);
+    const c1 = await redisCounters(probe, redis.runId);
     watch.stop();
     const dlt = counterDelta(c0, c1);
     res.redisCpuMs = dlt.cpuMs;
@@ -160,10 +160,10 @@ export async function burst(f: Flags): Promise<void> {
     ['replicas ready before the due time (s)', (r) => fmt(r.readyBeforeDueMs / 1000, 1)],
   ];
   const [a, b] = results;
-  report({
+  await report({
     title: `burst: ${schedules} schedules due at the same instant (hourly, 6-field), ${replicas} replicas`,
     header: ['figure', ...results.map((r) => `jitter ${r.jitter}`), ...(b ? [`jitter ${b.jitter} / jitter ${a!.jitter}`] : [])],
     rows: rows.map(([name, cell, num]) => [name, ...results.map(cell), ...(b ? [num ? ratio(num(b), num(a!)) : '–'] : [])]),
     notes: results.filter((r) => r.error).map((r) => `jitter ${r.jitter}: ${r.error}`),
-  });
+  }, { key: `burst ${replicas}×${schedules}` });
 }

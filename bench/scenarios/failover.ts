@@ -23,6 +23,8 @@ const HOLD_JOB = join(ROOT, 'bench/hold.mjs');
 
 interface Setting {
   label: string;
+  /** Prefix of its figures in bench/current.json, e.g. `lock500ms`, `lease`. */
+  figure: string;
   times: number[];
   errors: string[];
 }
@@ -141,7 +143,7 @@ export async function failover(f: Flags): Promise<void> {
   try {
     if (systems.includes('cronflock')) {
       for (const lock of locks) {
-        const s: Setting = { label: lock === 'default' ? 'cronflock, default lock (4s)' : `cronflock, --lock ${lock}`, times: [], errors: [] };
+        const s: Setting = { label: lock === 'default' ? 'cronflock, default lock (4s)' : `cronflock, --lock ${lock}`, figure: `lock${lock}`, times: [], errors: [] };
         settings.push(s);
         const args = lock === 'default' ? [] : ['--lock', lock];
         await runTrials(trials, parallel, (i) => cronflockTrial(redis, probe, `fo-${lock}-${i}`.replace(/[^A-Za-z0-9._-]/g, ''), args, dir), s);
@@ -149,13 +151,13 @@ export async function failover(f: Flags): Promise<void> {
     }
     let lease: Setting | undefined;
     if (systems.includes('lease')) {
-      lease = { label: 'lease singleton (15 s / 10 s / 2 s)', times: [], errors: [] };
+      lease = { label: 'lease singleton (15 s / 10 s / 2 s)', figure: 'lease', times: [], errors: [] };
       settings.push(lease);
       await runTrials(trials, parallel, (i) => leaseTrial(redis, probe, `l${i}`), lease);
     }
     const leaseP99 = lease ? pct(lease.times, 99) : undefined;
     const leaseP50 = lease ? pct(lease.times, 50) : undefined;
-    report({
+    await report({
       title: `failover: SIGKILL the holder of a run, time until another replica starts it; ${trials} trials per setting, ${parallel} at a time`,
       header: ['setting', 'trials ok', 'p50 (ms)', 'p99 (ms)', 'max (ms)', 'p50 / lease p50', 'p99 / lease p99'],
       rows: settings.map((s) => [
@@ -174,6 +176,10 @@ export async function failover(f: Flags): Promise<void> {
         ...settings.flatMap((s) => (s.errors.length ? [`${s.label} errors: ${[...new Set(s.errors)].join('; ')}`] : [])),
         `Wall time ${((Date.now() - t0) / 1000).toFixed(0)} s.`,
       ],
+    }, {
+      key: `failover ${[...(systems.includes('cronflock') ? locks : []), ...(lease ? ['lease'] : [])].join(',')}`,
+      // lock<setting>.p99Ms per cronflock lock setting (e.g. lock500ms.p99Ms), lease.p99Ms.
+      figures: Object.fromEntries(settings.map((s) => [`${s.figure}.p99Ms`, pct(s.times, 99)])),
     });
   } finally {
     probe.disconnect();

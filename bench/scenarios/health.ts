@@ -169,7 +169,7 @@ export async function health(flags: Flags): Promise<number> {
     const results: ModeResult[] = [];
     for (const m of modes) results.push(await measure(redis.url, list, m, passes));
     const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-    report({
+    await report({
       title: `health: per-schedule health metrics, ${n.toLocaleString('en')} schedules, ${passes} passes after the first`,
       header: ['--schedule-metrics', 'first pass (ms)', 'pass: read (ms, median)', 'pass: health + text (ms, median)', 'recomputed / pass', 'Redis calls / pass', 'event loop delay p99 / max (ms)', 'idle: p99 / max (ms)', 'render (ms)', 'body (MB)', 'gzipped (kB)', 'series'],
       rows: results.map((r) => [
@@ -192,7 +192,7 @@ export async function health(flags: Flags): Promise<number> {
         `compiling the ${n.toLocaleString('en')} cron expressions (not part of a pass): ${fmt(compileMs, 0)} ms`,
         `pass: read is the HSCAN pages of the three hashes (with the event loop free between pages); the admin cache starts a pass every max(2 s, 10 × the last pass's read), so a read of 1 s means one every 10 s`,
       ],
-    });
+    }, { key: `health ${n}` });
     return 0;
   } finally {
     client.disconnect();

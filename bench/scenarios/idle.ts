@@ -63,10 +63,10 @@ async function idleOnce(redis: BenchRedis, probe: Redis, o: { registered: number
     res.loadS = (Date.now() - t0) / 1000;
     await sleep(o.settle * 1000);
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start(1000);
-    const c0 = await redisCounters(probe);
+    const c0 = await redisCounters(probe, redis.runId);
     const w0 = Date.now();
     await sleep(o.seconds * 1000);
-    const c1 = await redisCounters(probe);
+    const c1 = await redisCounters(probe, redis.runId);
     const wMs = Date.now() - w0;
     watch.stop();
     const dead = procs.filter((p) => !p.alive);
@@ -114,7 +114,7 @@ export async function idle(f: Flags): Promise<void> {
   const base = results[0]!;
   const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
   const max = (xs: number[]): number => (xs.length ? Math.max(...xs) : NaN);
-  report({
+  await report({
     title: `idle scale: registered schedules (daily, none due) + ${due} schedules due every second, ${replicas} replica(s), ${seconds} s idle window`,
     header: ['registered schedules', 'start-up until running (s)', 'CPU per replica (% of a core)', 'ratio to 0 registered', 'RSS per replica (MB)', 'peak RSS (MB)', 'Redis CPU (%)', 'Redis commands / s'],
     rows: results.map((r) => [
@@ -131,5 +131,16 @@ export async function idle(f: Flags): Promise<void> {
       ...results.filter((r) => r.error).map((r) => `${r.registered} registered: ${r.error}`),
       ...results.filter((r) => r.busiest).map((r) => `${r.registered} registered: busiest Redis commands in the window: ${r.busiest}`),
     ],
+  }, {
+    key: `idle ${registered.join(',')} registered`,
+    // Per registered count n: n.loadS, n.cpuPct (per replica, % of a core), n.rssMb (steady), n.peakRssMb.
+    figures: Object.fromEntries(
+      results.flatMap((r) => [
+        [`${r.registered}.loadS`, r.loadS],
+        [`${r.registered}.cpuPct`, avg(r.cpuPct)],
+        [`${r.registered}.rssMb`, max(r.rssMb)],
+        [`${r.registered}.peakRssMb`, max(r.hwmMb)],
+      ]),
+    ),
   });
 }

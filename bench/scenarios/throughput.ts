@@ -1,18 +1,25 @@
 /**
  * throughput: R replicas × S schedules, each schedule `* * * * * *` (S occurrences offered per second), a no-op
- * job; then the same with BullMQ Job Schedulers (`upsertJobScheduler(id, {pattern: '* * * * * *'})`) and R
- * worker processes, on the same Redis, in the same run.
+ * job, run three times side by side in one cell: cronflock with its jitter window (the occurrences of a second
+ * spread over it), cronflock with jitter 0 (the same burst on the second that BullMQ gets), and BullMQ Job
+ * Schedulers (`upsertJobScheduler(id, {pattern: '* * * * * *'})`) with R worker processes. One table per cell,
+ * with the ratio of each cronflock column to BullMQ's per row.
  *
  *   --replicas 1,3,5 --schedules 1000,10000,100000   the matrix (default 3 × 1000; the full one takes long)
  *   --seconds 15 --warmup 5        measured window and warm-up per cell
- *   --jitter 999ms                 cronflock's jitter window (BullMQ has none: all S fire on the second)
+ *   --jitter 999ms                 the jittered column's jitter window (BullMQ has none: all S fire on the second)
  *   --concurrency 200              per replica / per worker (the engine's default; 5000 collapses at 10k/s)
- *   --peers cronflock,bullmq       which systems to run
+ *   --peers cronflock,cronflock0,bullmq   which systems to run (cronflock0: cronflock with jitter 0)
  *   --log-level warn               the replicas' log level (info adds two JSON lines per run)
+ *   --no-aof                       Redis without AOF (default: AOF on, as the README asks of production)
+ *
+ * Each system runs alone on its own redis-server (a fresh process: no state or AOF of the previous system), so
+ * that Redis commands and CPU per occurrence are that system's alone: deltas of INFO commandstats / INFO cpu
+ * between the start and the end of the measured window, both snapshots checked to be of that server process.
  *
  * Figures per system: occurrences started per second in the window, start lateness after the fire time (cronflock:
  * claim time on the Redis clock − fire time; BullMQ: processor start − `prevMillis`), Redis commands and Redis CPU
- * per started occurrence (INFO commandstats / INFO cpu deltas), replica CPU and peak RSS (/proc).
+ * per occurrence started in the window, replica CPU and peak RSS (/proc), final states of the counted occurrences.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,12 +32,13 @@ import { parseDurationMs } from '../../runner/time/duration.js';
 import { forkTracked, killAndWait, nextMessage, ProcWatch, ReplicaProc } from '../lib/procs.js';
 import { counterDelta, redisCounters, topCommands, type RedisCounters } from '../lib/redis-stats.js';
 import { BenchRedis } from '../lib/redis.js';
-import { report } from '../lib/report.js';
+import { report, runConditions } from '../lib/report.js';
+import { THROUGHPUT_SYSTEMS, type ThroughputSystem } from '../lib/results.js';
 import { DIST_BENCH, dist3, Flags, fmt, NOOP_JOB, pct, ratio, sleep } from '../lib/util.js';
 
 /** What one system achieved in one cell. */
 export interface PhaseResult {
-  system: string;
+  system: ThroughputSystem;
   setupMs: number;
   started: number;
   windowMs: number;
@@ -42,11 +50,14 @@ export interface PhaseResult {
   backlog?: number;
   /** Fraction of schedules sampled to count starts (1 = all). */
   sampled?: number;
+  /** Final states (at the end of the run) of the occurrences counted as started (cronflock), e.g. {succeeded: 990}. */
+  states?: Record<string, number>;
   note?: string;
 }
 
 /** Runs the cronflock side of a cell. */
 async function cronflockPhase(
+  system: ThroughputSystem,
   redis: BenchRedis,
   probe: Redis,
   o: { replicas: number; schedules: number; seconds: number; warmup: number; jitter: string; concurrency: number; logLevel: string },
@@ -83,11 +94,11 @@ async function cronflockPhase(
     const setupMs = Date.now() - t0Setup;
     await sleep(o.warmup * 1000);
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start();
-    const c0 = await redisCounters(probe);
+    const c0 = await redisCounters(probe, redis.runId);
     const t0 = Date.now();
     await sleep(o.seconds * 1000);
     const t1 = Date.now();
-    const c1 = await redisCounters(probe);
+    const c1 = await redisCounters(probe, redis.runId);
     watch.stop();
     const cpuMsByProc = [...watch.cpuMs().values()];
     const peakRssKbByProc = [...watch.maxRssKb.values()];
@@ -103,6 +114,7 @@ async function cronflockPhase(
     const lateness: number[] = [];
     let count = 0;
     let backlog = 0;
+    const states: Record<string, number> = {};
     for (let i = 0; i < names.length; i += step * 200) {
       const pipe = probe.pipeline();
       for (let j = i; j < Math.min(names.length, i + step * 200); j += step) {
@@ -114,11 +126,12 @@ async function cronflockPhase(
         if (first && Number(first) >= t0 && Number(first) < t1) {
           count++;
           lateness.push(Number(first) - Number(fire));
+          states[state ?? 'none'] = (states[state ?? 'none'] ?? 0) + step;
         } else if (!first && state === 'scheduled' && Number(fire) < t1 - 1000) backlog++;
       }
     }
     return {
-      system: 'cronflock',
+      system,
       setupMs,
       started: count * step,
       windowMs: t1 - t0,
@@ -128,6 +141,7 @@ async function cronflockPhase(
       peakRssKbByProc,
       backlog: backlog * step,
       sampled: 1 / step,
+      states,
     };
   } finally {
     await Promise.all(procs.map((p) => p.kill()));
@@ -169,11 +183,11 @@ async function bullmqPhase(
     const setupMs = Date.now() - t0Setup;
     await sleep(o.warmup * 1000);
     const watch = new ProcWatch(() => workers.map((w) => (w.exitCode === null ? w.pid : undefined))).start();
-    const c0 = await redisCounters(probe);
+    const c0 = await redisCounters(probe, redis.runId);
     const t0 = Date.now();
     await sleep(o.seconds * 1000);
     const t1 = Date.now();
-    const c1 = await redisCounters(probe);
+    const c1 = await redisCounters(probe, redis.runId);
     watch.stop();
     const reports = await Promise.all(
       workers.map((w) => {
@@ -184,7 +198,7 @@ async function bullmqPhase(
     );
     const lateness = reports.flatMap((r) => r.lateness);
     return {
-      system: 'BullMQ Job Schedulers',
+      system: 'bullmq',
       setupMs,
       started: reports.reduce((a, r) => a + r.count, 0),
       windowMs: t1 - t0,
@@ -208,18 +222,28 @@ const procCpuPct = (r: PhaseResult): number => (r.cpuMsByProc.reduce((a, b) => a
 const procCpuMsPerK = (r: PhaseResult): number => (r.cpuMsByProc.reduce((a, b) => a + b, 0) / r.started) * 1000;
 const peakRssMb = (r: PhaseResult): number => Math.max(0, ...r.peakRssKbByProc) / 1024;
 
-/** Rows comparing cronflock with its peer (either may be missing). */
-export function compareRows(c: PhaseResult | undefined, b: PhaseResult | undefined, offered: number): string[][] {
-  const row = (name: string, f: (r: PhaseResult) => number, digits = 0, cell?: (r: PhaseResult) => string): string[] => [
+const latenessP50 = (r: PhaseResult): number => pct(r.lateness, 50);
+const latenessP99 = (r: PhaseResult): number => pct(r.lateness, 99);
+const latenessMax = (r: PhaseResult): number => r.lateness.reduce((a, b) => Math.max(a, b), -Infinity);
+
+/** The results of one cell, per system (any may be missing: not run, or failed). */
+export type CellResults = Partial<Record<ThroughputSystem, PhaseResult>>;
+
+/** Rows of a cell's table, one column per system of {@link THROUGHPUT_SYSTEMS}, then each cronflock column / BullMQ. */
+export function compareRows(cell: CellResults, offered: number): string[][] {
+  const b = cell.bullmq;
+  const cols = THROUGHPUT_SYSTEMS.map((s) => cell[s.id]);
+  const row = (name: string, f: (r: PhaseResult) => number, digits = 0, show?: (r: PhaseResult) => string): string[] => [
     name,
-    c ? (cell ? cell(c) : fmt(f(c), digits)) : '–',
-    b ? (cell ? cell(b) : fmt(f(b), digits)) : '–',
-    c && b ? ratio(f(c), f(b)) : '–',
+    ...cols.map((r) => (r ? (show ? show(r) : fmt(f(r), digits)) : '–')),
+    ...[cell.cronflock, cell.cronflock0].map((c) => (c && b ? ratio(f(c), f(b)) : '–')),
   ];
+  const states = (r: PhaseResult | undefined): string =>
+    !r ? '–' : r.system === 'bullmq' ? 'n/a (jobs removed on completion)' : Object.entries(r.states ?? {}).map(([k, v]) => `${k} ${v}`).join(', ') || '–';
   return [
-    ['offered occurrences / s', String(offered), String(offered), '1.00×'],
+    ['offered occurrences / s', ...cols.map(() => String(offered)), '1.00×', '1.00×'],
     row('occurrences started / s', perSec, 0),
-    row('start lateness after fire p50 / p99 / max (ms); ratio of p99', (r) => pct(r.lateness, 99), 0, (r) => dist3(r.lateness)),
+    row('start lateness after fire p50 / p99 / max (ms); ratio of p99', latenessP99, 0, (r) => dist3(r.lateness)),
     row('Redis commands per occurrence (incl. inside Lua)', cmdsPerOcc, 1),
     row('Redis CPU per occurrence (µs)', redisUsPerOcc, 0),
     row('Redis CPU (% of one core)', redisCpuPct, 0),
@@ -227,8 +251,35 @@ export function compareRows(c: PhaseResult | undefined, b: PhaseResult | undefin
     row('replica / worker CPU per 1,000 occurrences (ms)', procCpuMsPerK, 0),
     row('peak RSS of one process (MB)', peakRssMb, 0),
     row('set-up until running (s)', (r) => r.setupMs / 1000, 1),
-    ['open backlog at the end (fired > 1 s ago, not started)', c?.backlog !== undefined ? String(c.backlog) : '–', 'n/a (skips late iterations)', '–'],
+    [
+      'open backlog at the end (fired > 1 s ago, not started)',
+      ...cols.map((r) => (!r ? '–' : r.system === 'bullmq' ? 'n/a (skips late iterations)' : r.backlog !== undefined ? String(r.backlog) : '–')),
+      '–',
+      '–',
+    ],
+    ['final states of the occurrences started in the window', ...cols.map(states), '–', '–'],
   ];
+}
+
+/** The figures of a cell by name (`<system>.<figure>`), for bench/current.json and the targets. */
+export function cellFigures(cell: CellResults, offered: number, replicas: number): Record<string, number> {
+  const out: Record<string, number> = { offeredPerS: offered, replicas };
+  for (const [id, r] of Object.entries(cell) as [ThroughputSystem, PhaseResult][]) {
+    Object.assign(out, {
+      [`${id}.startedPerS`]: perSec(r),
+      [`${id}.latenessP50Ms`]: latenessP50(r),
+      [`${id}.latenessP99Ms`]: latenessP99(r),
+      [`${id}.latenessMaxMs`]: latenessMax(r),
+      [`${id}.cmdsPerOcc`]: cmdsPerOcc(r),
+      [`${id}.redisUsPerOcc`]: redisUsPerOcc(r),
+      [`${id}.redisCpuPct`]: redisCpuPct(r),
+      [`${id}.procCpuPct`]: procCpuPct(r),
+      [`${id}.peakRssMb`]: peakRssMb(r),
+      [`${id}.setupS`]: r.setupMs / 1000,
+      ...(r.backlog !== undefined ? { [`${id}.backlog`]: r.backlog } : {}),
+    });
+  }
+  return out;
 }
 
 export async function throughput(f: Flags): Promise<void> {
@@ -238,50 +289,51 @@ export async function throughput(f: Flags): Promise<void> {
   const warmup = f.num('warmup', 5);
   const jitter = f.str('jitter', '999ms');
   const concurrency = f.num('concurrency', 200);
-  const peers = f.list('peers', ['cronflock', 'bullmq']);
+  const peers = f.list('peers', THROUGHPUT_SYSTEMS.map((s) => s.id));
+  for (const p of peers) {
+    if (!THROUGHPUT_SYSTEMS.some((s) => s.id === p)) throw new Error(`--peers: unknown system "${p}"; choose from ${THROUGHPUT_SYSTEMS.map((s) => s.id).join(', ')}`);
+  }
   const logLevel = f.str('log-level', 'warn');
-  const redis = await BenchRedis.start({ appendOnly: !f.bool('no-aof') });
-  const probe = new Redis(redis.url, { maxRetriesPerRequest: 3 });
-  try {
-    for (const schedules of schedulesList) {
-      for (const replicas of replicasList) {
-        process.stdout.write(`\nthroughput: ${replicas} replicas × ${schedules} schedules …\n`);
-        let c: PhaseResult | undefined;
-        let b: PhaseResult | undefined;
-        const notes: string[] = [];
-        if (peers.includes('cronflock')) {
-          try {
-            c = await cronflockPhase(redis, probe, { replicas, schedules, seconds, warmup, jitter, concurrency, logLevel });
-            notes.push(`cronflock: busiest Redis commands ${topCommands(c.redis)}${c.sampled !== undefined && c.sampled < 1 ? `; starts counted on ${(c.sampled * 100).toFixed(0)} % of the schedules and scaled` : ''}`);
-          } catch (err) {
-            notes.push(`cronflock failed: ${(err as Error).message.slice(0, 300)}`);
-          }
-          await probe.flushall();
-          await sleep(1000);
+  const aof = !f.bool('no-aof');
+  const label = (id: ThroughputSystem): string => (id === 'cronflock' ? `cronflock (jitter ${jitter})` : THROUGHPUT_SYSTEMS.find((s) => s.id === id)!.label);
+  for (const schedules of schedulesList) {
+    for (const replicas of replicasList) {
+      process.stdout.write(`\nthroughput: ${replicas} replicas × ${schedules} schedules …\n`);
+      const conditions = await runConditions();
+      const cell: CellResults = {};
+      const notes: string[] = [];
+      for (const { id } of THROUGHPUT_SYSTEMS) {
+        if (!peers.includes(id)) continue;
+        // Its own redis-server: the counters are this system's alone, and nothing is left over from the last.
+        const redis = await BenchRedis.start({ appendOnly: aof });
+        const probe = new Redis(redis.url, { maxRetriesPerRequest: 3 });
+        try {
+          const r =
+            id === 'bullmq'
+              ? await bullmqPhase(redis, probe, { replicas, schedules, seconds, warmup, concurrency })
+              : await cronflockPhase(id, redis, probe, { replicas, schedules, seconds, warmup, jitter: id === 'cronflock' ? jitter : '0s', concurrency, logLevel });
+          cell[id] = r;
+          notes.push(`${label(id)}: busiest Redis commands ${topCommands(r.redis)}${r.sampled !== undefined && r.sampled < 1 ? `; starts counted on ${(r.sampled * 100).toFixed(0)} % of the schedules and scaled` : ''}`);
+        } catch (err) {
+          notes.push(`${label(id)} failed: ${(err as Error).message.slice(0, 300)}`);
+        } finally {
+          probe.disconnect();
+          await redis.cleanup();
         }
-        if (peers.includes('bullmq')) {
-          try {
-            b = await bullmqPhase(redis, probe, { replicas, schedules, seconds, warmup, concurrency });
-            notes.push(`BullMQ: busiest Redis commands ${topCommands(b.redis)}`);
-          } catch (err) {
-            notes.push(`BullMQ failed: ${(err as Error).message.slice(0, 300)}`);
-          }
-          await probe.flushall();
-          await sleep(1000);
-        }
-        report({
+        await sleep(1000);
+      }
+      await report(
+        {
           title: `throughput: ${replicas} replicas / workers, ${schedules} schedules every second, ${seconds} s window after ${warmup} s warm-up`,
-          header: ['figure', 'cronflock', 'BullMQ Job Schedulers', 'cronflock / BullMQ'],
-          rows: compareRows(c, b, schedules),
+          header: ['figure', ...THROUGHPUT_SYSTEMS.map((s) => label(s.id)), 'jittered / BullMQ', 'jitter 0 / BullMQ'],
+          rows: compareRows(cell, schedules),
           notes: [
-            `Same redis-server (AOF ${f.bool('no-aof') ? 'off' : 'on'}, otherwise default settings), one system after the other. cronflock: jitter ${jitter}, --concurrency ${concurrency}, log level ${logLevel}; BullMQ: concurrency ${concurrency} per worker, removeOnComplete, no jitter (every iteration fires on the second).`,
+            `Each system alone on its own redis-server (AOF ${aof ? 'on' : 'off'}, otherwise default settings), one after the other. cronflock: --concurrency ${concurrency}, log level ${logLevel}; jittered: jitter ${jitter} (the occurrences of a second spread over it); jitter 0: every occurrence fires on the second, as BullMQ's. BullMQ: concurrency ${concurrency} per worker, removeOnComplete.`,
             ...notes,
           ],
-        });
-      }
+        },
+        { key: `throughput ${replicas}×${schedules}`, figures: cellFigures(cell, schedules, replicas), conditions },
+      );
     }
-  } finally {
-    probe.disconnect();
-    await redis.cleanup();
   }
 }

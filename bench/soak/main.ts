@@ -1,6 +1,6 @@
 /**
  * `npm run soak -- --minutes N [flags]`: the chaos soak (bench/soak/soak.ts) from the command line. Prints
- * progress, then a table that is appended to bench/RESULTS.md; exits 1 when a duplicate, a miss or an
+ * progress, then a table (bench/lib/report.ts: the day's bench/history file and bench/RESULTS.md); exits 1 when a duplicate, a miss or an
  * unaccounted occurrence was found.
  *
  *   --minutes 10          total length (warm-up + faults + settle), setup excluded
@@ -11,7 +11,7 @@
  *   --redis-crash         stop Redis with SIGKILL (and run it with appendfsync always)
  */
 import { installCleanup } from '../lib/procs.js';
-import { reportFigures } from '../lib/report.js';
+import { beginRun, reportFigures, setRunNote } from '../lib/report.js';
 import { Flags } from '../lib/util.js';
 import { FAULT_KINDS, runSoak, soakRows, type FaultKind } from './soak.js';
 
@@ -19,6 +19,8 @@ export async function soakMain(argv: readonly string[]): Promise<number> {
   const f = new Flags(argv);
   const faults = f.list('faults', [...FAULT_KINDS]) as FaultKind[];
   for (const k of faults) if (!FAULT_KINDS.includes(k)) throw new Error(`unknown fault "${k}"; known: ${FAULT_KINDS.join(', ')}`);
+  setRunNote(f.str('note', ''));
+  await beginRun();
   const r = await runSoak({
     minutes: f.num('minutes', 10),
     replicas: f.num('replicas', 5),
@@ -32,7 +34,7 @@ export async function soakMain(argv: readonly string[]): Promise<number> {
     log: (l) => process.stdout.write(`${l}\n`),
   });
   const bad = r.duplicates.total + r.misses.total + r.unaccounted.total + r.crashes.length;
-  reportFigures(
+  await reportFigures(
     `soak: ${r.options.replicas} replicas (lock ${r.options.lock}), ${r.options.ticks} + ${r.options.longs} + ${r.options.slows} schedules, ${r.options.minutes} min, faults ${r.options.faults.join(', ')}`,
     soakRows(r),
     [
@@ -40,6 +42,10 @@ export async function soakMain(argv: readonly string[]): Promise<number> {
       ...(r.crashes.length ? [`Unexpected replica exits: ${r.crashes.map((c) => `${c.replica} (${c.code ?? c.signal}) ${c.stderr.slice(-300)}`).join('; ')}`] : []),
       ...r.examples.slice(0, 10).map((e) => `example: ${e}`),
     ],
+    {
+      key: 'soak',
+      figures: { occurrences: r.expected, duplicates: r.duplicates.total, misses: r.misses.total, unaccounted: r.unaccounted.total, minutes: r.options.minutes },
+    },
   );
   return bad === 0 ? 0 : 1;
 }
