@@ -23,7 +23,8 @@ import type { ScheduleWindows } from '../engine/windows.js';
 import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { calendarSchema, type BlackoutEntry, type CalendarEntry, type ScheduleCalendarRef } from './calendars-schema.js';
 import { readBounded } from './read-bounded.js';
-import { canonicalJson, type CompiledSchedule } from './load.js';
+import { canonicalJson } from './compile.js';
+import type { CompiledSchedule } from './load.js';
 
 type Path = (string | number)[];
 
