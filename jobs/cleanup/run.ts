@@ -15,6 +15,7 @@ import {
   type KubeClient,
   type ResourceInfo,
 } from '../../k8s/index.js';
+import { pool } from '../pool.js';
 import type { JobContext } from '../types.js';
 import { addUsage, expandSelector, judge, needsFullObjects, protectedSet, USAGE_KINDS, type ExpandedSelector, type Listed, type Usage } from './evaluate.js';
 import { compileFilter, type CompiledFilter } from './filter.js';
@@ -234,17 +235,8 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
     throw new CleanupError('BLAST_RADIUS', report.aborted, report.result());
   }
 
-  // Act, `concurrency` writes at a time.
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < candidates.length) {
-      signal.throwIfAborted();
-      const c = candidates[next++]!;
-      await act(client, p, c, report, ctx, signal);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(p.concurrency, candidates.length) }, worker));
-  signal.throwIfAborted();
+  // Act, `concurrency` writes at a time; an abort starts nothing new and waits for the writes in flight.
+  await pool(candidates, p.concurrency, (c) => act(client, p, c, report, ctx, signal), signal);
   const result = report.result();
   ctx.log.info({ scanned: result.scanned, matched: result.matched, acted: result.acted, skipped: result.skipped, errored: result.errored }, 'cleanup finished');
   return result;

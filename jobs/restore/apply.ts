@@ -7,7 +7,7 @@ import type { ManifestEntry } from '../backup/format.js';
 import { getObject, serverSideApply } from '../../k8s/index.js';
 import { content, type Ctx } from './context.js';
 import { describe, kindKey, type OrderItem, type Step } from './order.js';
-import { pool } from './pool.js';
+import { pool } from '../pool.js';
 import { prepare } from './prepare.js';
 import { bump, FIELD_MANAGER, RestoreError, type ActionCounts, type RestoreReport } from './types.js';
 

@@ -7,7 +7,7 @@ import { isK8sError, getObject, listPages, serverSideApply, type KubeObject } fr
 import type { ManifestEntry } from '../backup/format.js';
 import { content, seenOf, type Ctx, type Seen } from './context.js';
 import { describe, kindKey, type OrderItem, type Step } from './order.js';
-import { pool } from './pool.js';
+import { pool } from '../pool.js';
 import { prepare } from './prepare.js';
 import { planPrune } from './prune.js';
 import { bump, FIELD_MANAGER, RestoreError, type RestorePlan } from './types.js';

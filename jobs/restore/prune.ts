@@ -8,7 +8,7 @@ import { resolveTargets, selectObjects } from '../backup/selection.js';
 import { PROTECT_KEY, PROTECTED_NAMESPACES } from '../cleanup/schema.js';
 import type { Ctx } from './context.js';
 import { kindKey } from './order.js';
-import { pool } from './pool.js';
+import { pool } from '../pool.js';
 import { bump, RestoreError, type PruneCandidate, type RestorePlan, type RestoreReport } from './types.js';
 
 const KUBERNETES_MADE = (kind: string, name: string, obj: { type?: string }): boolean =>

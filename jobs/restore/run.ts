@@ -41,7 +41,8 @@
  *   checkpoints, so nothing is counted or deleted twice. Finished restores clear their checkpoints.
  *
  * This module orchestrates; the parts live beside it: types.ts (inputs, plan, report, error), plan.ts, prepare.ts
- * (the object to apply), apply.ts, prune.ts, checkpoints.ts, context.ts (shared state, content hash), pool.ts.
+ * (the object to apply), apply.ts, prune.ts, checkpoints.ts, context.ts (shared state, content hash); the worker
+ * pool is ../pool.ts, shared with cleanup.
  */
 import { linkedSignal, type LinkedSignal } from '../../runner/time/deadline.js';
 import { clusterIdentity } from '../../k8s/cluster.js';
