@@ -4,8 +4,8 @@
  * after validation.
  */
 import { z } from 'zod';
-import { regexString } from '../../runner/config/zod-regex.js';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { regexString } from '../../runner/validate/zod-regex.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 
 /** Built-in selections (see presets.ts). */
 export const BACKUP_PRESETS = ['namespace-apps', 'cluster-config'] as const;

@@ -3,8 +3,8 @@
  * and the safety limits. Durations are strings in the file (`1h`, `7d`) and milliseconds after validation.
  */
 import { z } from 'zod';
-import { regexString } from '../../runner/config/zod-regex.js';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { regexString } from '../../runner/validate/zod-regex.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 import { compileFilter } from './filter.js';
 
 /** Namespaces no rule touches unless `allowProtectedNamespaces` names them. */

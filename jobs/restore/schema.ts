@@ -8,7 +8,7 @@
  * that out to resume rather than fail.
  */
 import { z } from 'zod';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 import { archiveLimitsSchema } from '../backup/limits.js';
 import { keySourceSchema, storageSchema } from '../backup/schema.js';
 
