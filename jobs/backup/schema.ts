@@ -4,6 +4,7 @@
  * after validation.
  */
 import { z } from 'zod';
+import { contextField, kubeconfigField, qpsField } from '../kube-target-schema.js';
 import { regexString } from '../../runner/validate/zod-regex.js';
 import { durationMs } from '../../runner/validate/zod-duration.js';
 
@@ -94,8 +95,8 @@ export const keySourceSchema = z.union([
 export const backupJobSchema = z
   .strictObject({
     kind: z.literal('backup').describe('back up Kubernetes objects to a tar.gz archive (optionally encrypted) in a directory or S3'),
-    kubeconfig: z.string().min(1).optional().describe('kubeconfig path (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
-    context: z.string().min(1).optional().describe('kubeconfig context (default: its current-context)'),
+    kubeconfig: kubeconfigField,
+    context: contextField,
     resourceSets: z.array(resourceSetSchema).min(1).describe('what to back up: resource sets or presets; an object selected by several is stored once'),
     storage: storageSchema.describe('where archives go: {type: local, directory} or {type: s3, bucket, ...}'),
     encryption: z
@@ -111,7 +112,7 @@ export const backupJobSchema = z
       .optional()
       .describe("after a successful backup, delete this schedule's older backups (never manual ones or other schedules')"),
     pageSize: z.number().int().min(1).max(5000).default(500).describe('objects per list request (default 500)'),
-    qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+    qps: qpsField,
   })
   .superRefine((p, ctx) => {
     if (p.retention && p.retention.count === undefined && p.retention.maxAge === undefined) {
