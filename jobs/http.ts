@@ -6,7 +6,7 @@
  * The exchange itself (redirect policy, bounded body, no header values in messages) is ./outbound-http.ts.
  */
 import { z } from 'zod';
-import { timerDurationMs } from '../runner/config/zod-duration.js';
+import { timerDurationMs } from '../runner/validate/zod-duration.js';
 import { linkedSignal } from '../runner/time/deadline.js';
 import { exchange, ExchangeError, headerNameProblem, headerValueProblem, scrub } from './outbound-http.js';
 import type { JobContext, JobKind } from './types.js';

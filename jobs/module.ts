@@ -10,7 +10,7 @@
 import { access } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { timerDurationMs } from '../runner/config/zod-duration.js';
+import { timerDurationMs } from '../runner/validate/zod-duration.js';
 import { linkedSignal } from '../runner/time/deadline.js';
 import { formatDurationMs } from '../runner/time/duration.js';
 import { importUserJob, type UserJob } from './module-import.js';

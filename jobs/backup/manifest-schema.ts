@@ -7,7 +7,7 @@
  * entries' counts. Unknown fields are dropped (nothing acts on them). Light: zod only.
  */
 import { z } from 'zod';
-import { regexString } from '../../runner/config/zod-regex.js';
+import { regexString } from '../../runner/validate/zod-regex.js';
 import { objectPath, type BackupManifest } from './format.js';
 
 // Kubernetes' own validation (k8s.io/apimachinery/pkg/util/validation): namespaces are DNS-1123 labels, API

@@ -22,7 +22,8 @@ import { Readable, pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Gauge, register } from 'prom-client';
 import { clusterIdentity } from '../../k8s/cluster.js';
-import { createKubeClient, loadKubeConfig, type KubeClient, type KubeObject } from '../../k8s/index.js';
+import type { KubeClient, KubeObject } from '../../k8s/index.js';
+import { kubeClientFor } from '../kube-client.js';
 import { RESULT_LIMIT, type JobContext } from '../types.js';
 import { ALGORITHM, createEncryptStream, keyIdOf, loadKey } from './encryption.js';
 import { BackupError } from './errors.js';
@@ -105,11 +106,8 @@ export function cronflockVersion(): string {
   return version;
 }
 
-/** The client the job uses: the given kubeconfig/context, or kubectl's default loading, or in-cluster. */
-export function clientForBackup(p: Pick<CompiledBackup, 'kubeconfig' | 'context' | 'qps'>): KubeClient {
-  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
-  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
-}
+/** The client the job uses: {@link kubeClientFor} (kept under this name for its importers). */
+export const clientForBackup = kubeClientFor;
 
 function countKey(e: Pick<ManifestEntry, 'resource' | 'group'>): string {
   return e.group ? `${e.resource}.${e.group}` : e.resource;

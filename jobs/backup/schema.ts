@@ -4,8 +4,9 @@
  * after validation.
  */
 import { z } from 'zod';
-import { regexString } from '../../runner/config/zod-regex.js';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { contextField, kubeconfigField, qpsField } from '../kube-target-schema.js';
+import { regexString } from '../../runner/validate/zod-regex.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 
 /** Built-in selections (see presets.ts). */
 export const BACKUP_PRESETS = ['namespace-apps', 'cluster-config'] as const;
@@ -94,8 +95,8 @@ export const keySourceSchema = z.union([
 export const backupJobSchema = z
   .strictObject({
     kind: z.literal('backup').describe('back up Kubernetes objects to a tar.gz archive (optionally encrypted) in a directory or S3'),
-    kubeconfig: z.string().min(1).optional().describe('kubeconfig path (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
-    context: z.string().min(1).optional().describe('kubeconfig context (default: its current-context)'),
+    kubeconfig: kubeconfigField,
+    context: contextField,
     resourceSets: z.array(resourceSetSchema).min(1).describe('what to back up: resource sets or presets; an object selected by several is stored once'),
     storage: storageSchema.describe('where archives go: {type: local, directory} or {type: s3, bucket, ...}'),
     encryption: z
@@ -111,7 +112,7 @@ export const backupJobSchema = z
       .optional()
       .describe("after a successful backup, delete this schedule's older backups (never manual ones or other schedules')"),
     pageSize: z.number().int().min(1).max(5000).default(500).describe('objects per list request (default 500)'),
-    qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+    qps: qpsField,
   })
   .superRefine((p, ctx) => {
     if (p.retention && p.retention.count === undefined && p.retention.maxAge === undefined) {

@@ -5,16 +5,16 @@
  */
 import {
   canI,
-  createKubeClient,
   deleteObject,
   isK8sError,
   listPages,
-  loadKubeConfig,
   patchObject,
   resolveFor,
   type KubeClient,
   type ResourceInfo,
 } from '../../k8s/index.js';
+import { kubeClientFor } from '../kube-client.js';
+import { pool } from '../pool.js';
 import type { JobContext } from '../types.js';
 import { addUsage, expandSelector, judge, needsFullObjects, protectedSet, USAGE_KINDS, type ExpandedSelector, type Listed, type Usage } from './evaluate.js';
 import { compileFilter, type CompiledFilter } from './filter.js';
@@ -72,11 +72,8 @@ function resourceName(info: ResourceInfo, subresource?: string): string {
   return `${info.resource}${info.group ? `.${info.group}` : ''}${subresource ? `/${subresource}` : ''}`;
 }
 
-/** Makes the client the job uses: the given kubeconfig/context, or kubectl's default loading, or in-cluster. */
-export function clientForJob(p: CompiledCleanup): KubeClient {
-  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
-  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
-}
+/** The client the job uses: {@link kubeClientFor} (kept under this name for its importers). */
+export const clientForJob = kubeClientFor;
 
 /** Resolves each selector's kind and namespaces (a namespaceSelector lists Namespaces). */
 async function resolveTargets(client: KubeClient, p: CompiledCleanup, signal: AbortSignal): Promise<Target[]> {
@@ -234,17 +231,8 @@ export async function runCleanup(ctx: JobContext, p: CompiledCleanup, client: Ku
     throw new CleanupError('BLAST_RADIUS', report.aborted, report.result());
   }
 
-  // Act, `concurrency` writes at a time.
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < candidates.length) {
-      signal.throwIfAborted();
-      const c = candidates[next++]!;
-      await act(client, p, c, report, ctx, signal);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(p.concurrency, candidates.length) }, worker));
-  signal.throwIfAborted();
+  // Act, `concurrency` writes at a time; an abort starts nothing new and waits for the writes in flight.
+  await pool(candidates, p.concurrency, (c) => act(client, p, c, report, ctx, signal), signal);
   const result = report.result();
   ctx.log.info({ scanned: result.scanned, matched: result.matched, acted: result.acted, skipped: result.skipped, errored: result.errored }, 'cleanup finished');
   return result;

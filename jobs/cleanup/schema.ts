@@ -3,8 +3,9 @@
  * and the safety limits. Durations are strings in the file (`1h`, `7d`) and milliseconds after validation.
  */
 import { z } from 'zod';
-import { regexString } from '../../runner/config/zod-regex.js';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { contextField, kubeconfigField, qpsField } from '../kube-target-schema.js';
+import { regexString } from '../../runner/validate/zod-regex.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 import { compileFilter } from './filter.js';
 
 /** Namespaces no rule touches unless `allowProtectedNamespaces` names them. */
@@ -70,8 +71,8 @@ const selectorSchema = z
 export const cleanupJobSchema = z
   .strictObject({
     kind: z.literal('cleanup').describe('delete, scale down, label or report Kubernetes objects'),
-    kubeconfig: z.string().min(1).optional().describe('kubeconfig path (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
-    context: z.string().min(1).optional().describe('kubeconfig context (default: its current-context)'),
+    kubeconfig: kubeconfigField,
+    context: contextField,
     resources: z.array(selectorSchema).min(1).describe('what to select: one or more resource selectors or presets'),
     action: z.enum(['delete', 'scale', 'patch', 'plan']).default('plan').describe('delete, scale (to zero), patch (labels/annotations) or plan (report only; default)'),
     patch: z
@@ -89,7 +90,7 @@ export const cleanupJobSchema = z
     maxPercent: z.number().min(0).max(100).default(100).describe('blast radius: abort when more than this percentage of the scanned objects would be acted on'),
     concurrency: z.number().int().min(1).max(50).default(5).describe('writes in flight at once (default 5)'),
     pageSize: z.number().int().min(1).max(5000).default(500).describe('objects per list request (default 500)'),
-    qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+    qps: qpsField,
     notify: z
       .strictObject({
         on: z.enum(['always', 'changes', 'failure']).default('always').describe('when: after every run (default), only when something was acted on or failed, or only on failure'),

@@ -24,18 +24,17 @@
  * starts (step 2).
  */
 import {
-  createKubeClient,
   createObject,
   deleteObject,
   getObject,
   isK8sError,
   listAll,
-  loadKubeConfig,
   patchObject,
   waitForObject,
   type KubeClient,
   type ObjectRef,
 } from '../../k8s/index.js';
+import { kubeClientFor } from '../kube-client.js';
 import { JobSkippedError, type JobContext, type JobLogger } from '../types.js';
 import { jobsBeyondHistory } from './history.js';
 import { jobNameFor } from './name.js';
@@ -81,11 +80,8 @@ export class JobRunError extends Error {
 
 const JOB = { apiVersion: 'batch/v1', kind: 'Job' } as const;
 
-/** Makes the client the job uses: the given kubeconfig/context, or kubectl's default loading, or in-cluster. */
-export function clientForJob(p: Pick<JobJobParams, 'kubeconfig' | 'context' | 'qps'>): KubeClient {
-  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
-  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
-}
+/** The client the job uses: {@link kubeClientFor} (kept under this name for its importers). */
+export const clientForJob = kubeClientFor;
 
 /**
  * The Job manifest of an occurrence: the template's metadata and spec, the schedule label on the Job and its

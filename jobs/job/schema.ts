@@ -5,6 +5,7 @@
  * the API server validates the rest when the Job is created.
  */
 import { z } from 'zod';
+import { contextField, kubeconfigField, qpsField } from '../kube-target-schema.js';
 import type { ScheduleIssue } from '../types.js';
 
 /** Label every Job (and its pods) carries: the schedule's name. Lists a schedule's Jobs for history and policies. */
@@ -70,8 +71,8 @@ export const jobTemplateSchema = z
 /** The `job:` block of a `kind: job` schedule. */
 export const jobJobSchema = z.strictObject({
   kind: z.literal('job').describe('create one Kubernetes batch Job per occurrence (the CronJob replacement) and wait for it to finish'),
-  kubeconfig: z.string().min(1).optional().describe('kubeconfig path (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
-  context: z.string().min(1).optional().describe('kubeconfig context (default: its current-context)'),
+  kubeconfig: kubeconfigField,
+  context: contextField,
   namespace: z
     .string()
     .regex(DNS_LABEL, 'must be a DNS-1123 label (a namespace name)')
@@ -91,7 +92,7 @@ export const jobJobSchema = z.strictObject({
     .describe(
       "controller owner of the Jobs (set by cronflock for a schedule from a Schedule resource: its Jobs are deleted with it); must live in the Jobs' namespace",
     ),
-  qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+  qps: qpsField,
 });
 
 /** Validated parameters. */

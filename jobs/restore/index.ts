@@ -6,7 +6,7 @@
  * See run.ts for the rules.
  */
 import path from 'node:path';
-import { createKubeClient, loadKubeConfig, type KubeClient } from '../../k8s/index.js';
+import { kubeClientFor } from '../kube-client.js';
 import type { KeySource } from '../backup/encryption.js';
 import { archiveLimits } from '../backup/limits.js';
 import { storageFor } from '../backup/storage.js';
@@ -63,11 +63,8 @@ export function keySources(p: Pick<RestoreParams, 'encryption'>): KeySource[] {
   return p.encryption ? [p.encryption.key, ...(p.encryption.previousKeys ?? [])] : [];
 }
 
-/** The client of the target cluster: the given kubeconfig/context, else kubectl's default loading or in-cluster. */
-export function restoreClient(p: Pick<RestoreParams, 'kubeconfig' | 'context' | 'qps'>): KubeClient {
-  const loaded = loadKubeConfig({ ...(p.kubeconfig ? { kubeconfig: p.kubeconfig } : {}), ...(p.context ? { context: p.context } : {}) });
-  return createKubeClient(loaded, { qps: p.qps, burst: Math.max(1, Math.ceil(p.qps * 2)) });
-}
+/** The client the job uses: {@link kubeClientFor} (kept under this name for its importers). */
+export const restoreClient = kubeClientFor;
 
 /** Paths in a schedule file are relative to it: kubeconfig, key files and a local storage directory. */
 function compile(p: RestoreParams, baseDir: string): CompiledRestore {

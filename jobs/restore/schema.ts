@@ -8,7 +8,8 @@
  * that out to resume rather than fail.
  */
 import { z } from 'zod';
-import { durationMs } from '../../runner/config/zod-duration.js';
+import { contextField, kubeconfigField, qpsField } from '../kube-target-schema.js';
+import { durationMs } from '../../runner/validate/zod-duration.js';
 import { archiveLimitsSchema } from '../backup/limits.js';
 import { keySourceSchema, storageSchema } from '../backup/schema.js';
 
@@ -18,8 +19,8 @@ export const LATEST_PREFIX = 'latest:';
 /** The `job:` block of a restore schedule. */
 export const restoreJobSchema = z.strictObject({
   kind: z.literal('restore').describe('restore Kubernetes objects from a backup archive (plan first, in dependency order, one restore per cluster at a time)'),
-  kubeconfig: z.string().min(1).optional().describe('kubeconfig path of the target cluster (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
-  context: z.string().min(1).optional().describe('kubeconfig context (default: its current-context)'),
+  kubeconfig: kubeconfigField.describe('kubeconfig path of the target cluster (relative to the schedule file); default: KUBECONFIG, ~/.kube/config, in-cluster'),
+  context: contextField,
   backup: z
     .string()
     .min(1)
@@ -48,7 +49,7 @@ export const restoreJobSchema = z.strictObject({
     .describe("how long to wait for another restore of the same cluster (default 30s: longer than lockTtl, so a re-claimed restore outlasts its dead claimant's lease and resumes)"),
   concurrency: z.number().int().min(1).max(50).default(5).describe('applies in flight at once (default 5)'),
   crdTimeout: durationMs.default(60_000).describe('how long a restored CRD may take to become Established (default 60s)'),
-  qps: z.number().positive().default(20).describe('client-side request rate (default 20/s)'),
+  qps: qpsField,
 });
 
 /** Validated parameters (durations in ms). */

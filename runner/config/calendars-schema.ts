@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { CronError, compileCron } from '../schedule/cron.js';
 import { parseIsoDay, parseMonthDay, parseWeekday } from '../schedule/calendar.js';
 import { isValidTimeZone, suggestTimeZones } from '../schedule/zone.js';
-import { positiveDurationMs } from './zod-duration.js';
+import { positiveDurationMs } from '../validate/zod-duration.js';
 
 /** Calendar names follow schedule names: DNS-1123 labels. */
 const calendarName = z

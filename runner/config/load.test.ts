@@ -90,6 +90,15 @@ describe('parseScheduleText: valid files', () => {
     expect(c.schedules[0]!.definitionHash).not.toBe(a.schedules[0]!.definitionHash);
   });
 
+  it('gives the same definitionHash whatever order the keys of a map (e.g. headers) are written in', async () => {
+    const job = (headers: string): string => `{ kind: http, url: "https://example.com/hook", headers: { ${headers} } }`;
+    const a = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", job: ${job('X-A: "1", X-B: "2"')} }\n`, 'a.yaml');
+    const b = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", job: ${job('X-B: "2", X-A: "1"')} }\n`, 'b.yaml');
+    expect(a.errors).toEqual([]);
+    expect(b.errors).toEqual([]);
+    expect(a.schedules[0]!.definitionHash).toBe(b.schedules[0]!.definitionHash);
+  });
+
   it('overdueGrace: in ms when given; absent, the field is absent, so existing definitions keep their hash', async () => {
     const a = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", job: ${HTTP_JOB} }\n`, 'a.yaml');
     const b = await parseScheduleText(`schedules:\n  - { name: x, cron: "0 * * * *", overdueGrace: 90s, job: ${HTTP_JOB} }\n`, 'b.yaml');
@@ -478,6 +487,22 @@ describe('loadSchedules', () => {
       const r = await loadSchedules(join(dir, 'a.yaml'));
       expect(r.errors).toEqual([]);
       expect(r.schedules.map((x) => x.name)).toEqual(['t']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads only *.yaml and *.yml files of a directory, skipping names that start with "." (editor and ConfigMap files)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-dir-'));
+    try {
+      writeFileSync(join(dir, 'b.yml'), `schedules:\n  - { name: b, cron: "@daily", job: ${HTTP_JOB} }\n`);
+      writeFileSync(join(dir, 'a.yaml'), `schedules:\n  - { name: a, cron: "@daily", job: ${HTTP_JOB} }\n`);
+      writeFileSync(join(dir, '.a.yaml.swp.yaml'), 'not: [yaml');
+      writeFileSync(join(dir, 'notes.txt'), 'not: [yaml');
+      const r = await loadSchedules(dir);
+      expect(r.errors).toEqual([]);
+      expect(r.files.map((f) => f.file)).toEqual([join(dir, 'a.yaml'), join(dir, 'b.yml')]);
+      expect(r.schedules.map((x) => x.name)).toEqual(['a', 'b']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -13,7 +13,7 @@ import { CronError, compileCron, minGapMs, type DueTimes } from '../schedule/cro
 import { formatDurationMs } from '../time/duration.js';
 import { blackoutSchema, calendarSchema, checkBlackouts, scheduleCalendarSchema } from './calendars-schema.js';
 import type { ConfigErrorCode } from './errors.js';
-import { durationMs, positiveDurationMs, timerDurationMs } from './zod-duration.js';
+import { durationMs, positiveDurationMs, timerDurationMs } from '../validate/zod-duration.js';
 import { cleanupNotifyAlias, heartbeatSchema, notifySchema, signingSchema } from '../notify/config.js';
 
 /** DNS-1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit; ≤ 63 chars. */

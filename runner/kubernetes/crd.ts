@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { stringify } from 'yaml';
 import { toStructural, type CelRule, type SchemaNode } from '../../k8s/structural.js';
 import { scheduleObject, SCHEDULE_NAME_PATTERN } from '../config/schema.js';
-import { durationMs } from '../config/zod-duration.js';
+import { durationMs } from '../validate/zod-duration.js';
 import { API_VERSION, CRD_NAME, GROUP, KIND, PLURAL, VERSION } from './resource.js';
 
 /** Where the generated CRD is committed, relative to the project root. */

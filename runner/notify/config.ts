@@ -12,7 +12,7 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { timerDurationMs } from '../config/zod-duration.js';
+import { timerDurationMs } from '../validate/zod-duration.js';
 import { headerMapSchema } from '../../jobs/http.js';
 
 /** Outcomes a schedule can be notified of (`notify.on`). `succeeded` is an extension (every success). */

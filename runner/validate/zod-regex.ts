@@ -1,4 +1,7 @@
-/** A schema-file field that holds a regular expression (JavaScript syntax, `u` flag), checked at load time. */
+/**
+ * A schema-file field that holds a regular expression (JavaScript syntax, `u` flag), checked at load time. Here,
+ * outside runner/config/, so that job kinds (jobs/) use it without importing the config loader that imports them.
+ */
 import { z } from 'zod';
 
 /**

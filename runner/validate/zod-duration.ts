@@ -1,4 +1,7 @@
-/** zod types for durations written as strings in schedule files (`250ms`, `90s`, `5m`, `1h30m`). */
+/**
+ * zod types for durations written as strings in schedule files (`250ms`, `90s`, `5m`, `1h30m`). Here, outside
+ * runner/config/, so that job kinds (jobs/) use them without importing the config loader that imports them.
+ */
 import { z } from 'zod';
 import { DurationError, parseDurationMs } from '../time/duration.js';
 

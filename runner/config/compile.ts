@@ -1,0 +1,73 @@
+/**
+ * Compile and hash: each job kind's load-time `compile` over the job blocks of a file, and the compiled schedule
+ * with its definition hash (sha256 of the canonical JSON of the definition as written).
+ */
+import { createHash } from 'node:crypto';
+import { findJobKind } from '../../jobs/registry.js';
+import { JobCompileError } from '../../jobs/types.js';
+import { canonicalJson } from '../text/canonical-json.js';
+import type { CompiledJob, CompiledSchedule, ScheduleSource } from './load.js';
+import type { Problem } from './messages.js';
+import { jobSchema, type JobParams, type ValidatedSchedule } from './schema.js';
+import { startsWith, type Path } from './yaml-position.js';
+
+/**
+ * Runs each job kind's load-time compile for every job block that is valid on its own (even when other parts of
+ * the file are not, so that one pass reports everything); kinds without `compile` keep their validated parameters.
+ * They run side by side (a kind bounds its own parallelism, e.g. module checks) and share the load's `memo`.
+ * A refused compile becomes a `JOB_INVALID` problem pushed onto `problems` (never thrown).
+ * @param items the raw `schedules` list; `validated` the schema's output when the whole file parsed.
+ * @returns the compiled job of each list index that compiled.
+ */
+export async function compileJobs(
+  items: readonly unknown[],
+  validated: readonly ValidatedSchedule[] | undefined,
+  problems: Problem[],
+  baseDir: string,
+  memo: Map<string, Promise<unknown>>,
+): Promise<Map<number, CompiledJob>> {
+  const compiledJobs = new Map<number, CompiledJob>();
+  const compiles: Promise<void>[] = [];
+  const jobProblems = problems.filter((p) => p.path[0] === 'schedules' && p.path[2] === 'job');
+  for (const [i, item] of items.entries()) {
+    const jobPath: Path = ['schedules', i, 'job'];
+    if (jobProblems.some((p) => startsWith(p.path, jobPath))) continue;
+    const params = validated ? validated[i]?.job : jobParamsOf(item);
+    if (!params) continue;
+    const kind = findJobKind(params.kind);
+    if (!kind?.compile) {
+      compiledJobs.set(i, params);
+      continue;
+    }
+    compiles.push(
+      (async () => {
+        try {
+          compiledJobs.set(i, (await kind.compile!(params, { baseDir, memo })) as CompiledJob);
+        } catch (err) {
+          if (err instanceof JobCompileError) {
+            problems.push({ code: 'JOB_INVALID', path: [...jobPath, ...err.path], reason: err.message, cause: err });
+          } else {
+            problems.push({ code: 'JOB_INVALID', path: jobPath, reason: `cannot be loaded: ${(err as Error).message}`, cause: err });
+          }
+        }
+      })(),
+    );
+  }
+  await Promise.all(compiles);
+  return compiledJobs;
+}
+
+function jobParamsOf(item: unknown): JobParams | undefined {
+  const job = (item as { job?: unknown } | null)?.job;
+  if (job === undefined) return undefined;
+  const r = jobSchema.safeParse(job);
+  return r.success ? r.data : undefined;
+}
+
+/** A schedule ready to run: its definition as validated, the compiled job, and the definition hash (hex sha256). */
+export function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
+  const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
+  const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
+  return { ...definition, job, due: s.due, source, definitionHash };
+}
+

@@ -1,0 +1,208 @@
+/**
+ * Messages and hints: turns one zod issue into problems that say what is wrong in the user's words, where (the
+ * field path) and how to fix it (e.g. "did you mean …?" for a misspelt key, a unit for a bare duration number).
+ * Never echoes a value: a value in the wrong place may be a secret.
+ */
+import type { z } from 'zod';
+import type { ConfigErrorCode } from './errors.js';
+import { scheduleFileSchema } from './schema.js';
+import type { Locator, Path } from './yaml-position.js';
+import { editDistance } from '../text/edit-distance.js';
+
+const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout', 'overdueGrace']);
+
+/** One problem on its way to becoming a ConfigError. */
+export interface Problem {
+  code: ConfigErrorCode;
+  path: Path;
+  reason: string;
+  hint?: string;
+  cause?: unknown;
+  /** For unknown keys: point at the key node itself, not at its value. */
+  atKey?: boolean;
+}
+
+/**
+ * The problems of one zod issue on the parsed file `data` (one per unknown key; otherwise one), with codes of
+ * {@link ConfigErrorCode}; `locator` tells whether a path exists and where a first definition is.
+ */
+export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator, file: string): Problem[] {
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  const params = (issue as { params?: Record<string, unknown> }).params;
+  const last = path[path.length - 1];
+
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => {
+      const allowed = allowedKeys(path, data);
+      return {
+        code: 'SCHEMA_INVALID' as const,
+        path: [...path, k],
+        reason: `unknown key "${k}"`,
+        hint: keyHint(k, allowed),
+        atKey: true,
+      };
+    });
+  }
+
+  if (issue.code === 'invalid_key') {
+    // A map key its schema refuses (e.g. a header name): the key's own issue says why; point at the key.
+    const why = issue.issues.map((i) => i.message).find((m) => !m.startsWith('Invalid input'));
+    return [{ code: 'SCHEMA_INVALID', path, reason: why ?? 'is not a valid key here', atKey: true }];
+  }
+
+  if (issue.code === 'invalid_union' && issue.discriminator !== undefined && !('matches' in issue)) {
+    const kinds = (issue.options ?? []).map(String).join(', ');
+    // The job block's `kind`, or another discriminated block's field (e.g. a backup's `storage.type`).
+    const isJobKind = path.length === 4 && path[2] === 'job' && path[3] === 'kind';
+    const what = isJobKind ? 'job kind' : String(issue.discriminator);
+    if (!locator.exists(path)) {
+      return [{ code: 'SCHEMA_INVALID', path, reason: `is required (the ${what})`, hint: `one of: ${kinds}` }];
+    }
+    const given = valueAt(data, path);
+    return [
+      {
+        code: 'SCHEMA_INVALID',
+        path,
+        reason: isJobKind ? `unknown job kind ${JSON.stringify(given)}` : `unknown ${what} ${JSON.stringify(given)}`,
+        hint: isJobKind ? `known kinds: ${kinds}` : `one of: ${kinds}`,
+      },
+    ];
+  }
+
+  if (path.length === 1 && last === 'schedules' && (issue.code === 'too_small' || !locator.exists(path) || valueAt(data, path) === null)) {
+    return [
+      {
+        code: 'NO_SCHEDULES',
+        path,
+        reason: locator.exists(path) && valueAt(data, path) !== null ? 'the schedules list is empty' : 'the file defines no schedules',
+        hint: 'list at least one schedule under "schedules:" (each with name, cron and job)',
+      },
+    ];
+  }
+
+  if (issue.code === 'invalid_type') {
+    const custom = issue.message.startsWith('Invalid input') ? undefined : issue.message;
+    if (!locator.exists(path)) {
+      return [{ code: 'SCHEMA_INVALID', path, reason: 'is required', ...(custom ? { hint: custom } : {}) }];
+    }
+    const given = valueAt(data, path);
+    if (given === null) {
+      return [{ code: 'SCHEMA_INVALID', path, reason: `has no value; expected ${issue.expected}`, ...(custom ? { hint: custom } : {}) }];
+    }
+    if (typeof last === 'string' && DURATION_KEYS.has(last) && typeof given === 'number') {
+      return [
+        {
+          code: 'SCHEMA_INVALID',
+          path,
+          reason: `must be a duration with a unit, not the bare number ${given}`,
+          hint: `write e.g. ${given}s or ${given}ms (units ms, s, m, h, d)`,
+        },
+      ];
+    }
+    const hint =
+      issue.expected === 'boolean' && typeof given === 'string' && /^(yes|no|on|off|y|n)$/i.test(given)
+        ? 'YAML 1.2 reads yes/no/on/off as text: write true or false'
+        : path.length === 0
+          ? 'a schedule file is a map with a "schedules:" list'
+          : undefined;
+    const expected = issue.expected === 'object' || issue.expected === 'record' ? 'a map' : issue.expected === 'array' ? 'a list' : issue.expected;
+    return [
+      {
+        code: 'SCHEMA_INVALID',
+        path,
+        reason: custom ?? `expected ${expected}, got ${describe(given)}`,
+        ...(hint ? { hint } : {}),
+      },
+    ];
+  }
+
+  if (issue.code === 'custom' && typeof params?.code === 'string') {
+    const code = params.code as ConfigErrorCode;
+    if (code === 'NAME_DUPLICATE' && typeof params.firstIndex === 'number') {
+      const list = params.list === 'calendars' ? 'calendars' : 'schedules';
+      const pos = locator.position([list, params.firstIndex, 'name'], false);
+      return [
+        {
+          code,
+          path,
+          reason: `${issue.message} (${file}:${pos.line}:${pos.col})`,
+          hint: `${list === 'calendars' ? 'calendar' : 'schedule'} names must be unique across all schedule files`,
+        },
+      ];
+    }
+    return [{ code, path, reason: issue.message }];
+  }
+
+  return [{ code: 'SCHEMA_INVALID', path, reason: issue.message }];
+}
+
+/** What was given, by its type only: a value in the wrong place may be a secret (e.g. a header value), so never the value. */
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object' && v !== null) return 'a map';
+  if (typeof v === 'boolean') return String(v);
+  return typeof v === 'number' ? 'a number' : typeof v === 'string' ? 'text' : `a ${typeof v}`;
+}
+
+function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+  let v = data;
+  for (const seg of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[seg];
+  }
+  return v;
+}
+
+/** Keys the schema allows in the map at `path` (best effort; [] when unknown). */
+function allowedKeys(path: readonly (string | number)[], data: unknown): string[] {
+  let schema: z.core.$ZodType | undefined = scheduleFileSchema;
+  for (let i = 0; i <= path.length && schema; i++) {
+    schema = unwrap(schema, valueAt(data, path.slice(0, i)));
+    if (i === path.length) break;
+    const seg = path[i];
+    const def = schema._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
+    if (def.type === 'object' && typeof seg === 'string') schema = def.shape?.[seg];
+    else if (def.type === 'array' && typeof seg === 'number') schema = def.element;
+    else schema = undefined;
+  }
+  const def = schema?._zod.def as { type: string; shape?: Record<string, unknown> } | undefined;
+  return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+/** Looks through wrappers, pipes and (discriminated) unions, picking the union option that matches `value`. */
+function unwrap(schema: z.core.$ZodType, value: unknown): z.core.$ZodType {
+  let s = schema;
+  for (let hops = 0; hops < 20; hops++) {
+    const def = s._zod.def as {
+      type: string;
+      innerType?: z.core.$ZodType;
+      in?: z.core.$ZodType;
+      options?: z.core.$ZodType[];
+      discriminator?: string;
+    };
+    if (def.innerType && ['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch'].includes(def.type)) {
+      s = def.innerType;
+    } else if (def.type === 'pipe' && def.in) {
+      s = def.in;
+    } else if (def.type === 'union' && def.options && def.discriminator) {
+      const want = (value as Record<string, unknown> | null)?.[def.discriminator];
+      const option = def.options.find((o) => o._zod.propValues?.[def.discriminator!]?.has(want as never));
+      if (!option) return s;
+      s = option;
+    } else {
+      return s;
+    }
+  }
+  return s;
+}
+
+function keyHint(key: string, allowed: string[]): string | undefined {
+  if (allowed.length === 0) return undefined;
+  const near = allowed
+    .map((a) => ({ a, d: a.toLowerCase() === key.toLowerCase() ? 0 : editDistance(a.toLowerCase(), key.toLowerCase()) }))
+    .filter((x) => x.d <= Math.max(1, Math.floor(key.length / 4)) + 1)
+    .sort((x, y) => x.d - y.d)[0];
+  const list = `allowed keys here: ${allowed.join(', ')}`;
+  return near ? `did you mean "${near.a}"? ${list}` : list;
+}
+

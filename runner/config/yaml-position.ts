@@ -1,0 +1,168 @@
+/**
+ * YAML positions: from a field path (as zod reports it) to the 1-based `line:col` of its node in the document,
+ * following aliases and `<<` merges; plus the errors found on the YAML itself (syntax, `__proto__` keys).
+ */
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  visit,
+  type Document,
+  type Node,
+  type Pair,
+  type YAMLError,
+  type YAMLMap,
+} from 'yaml';
+import { ConfigError, fieldPath } from './errors.js';
+
+/** A field path: map keys and list indexes, outermost first. */
+export type Path = (string | number)[];
+
+/**
+ * Every `__proto__` key of the document. Parsed into a JavaScript object, such a key does not become a field: the
+ * schema would drop it (and what it holds) silently, so it is refused where it is written, wherever it is.
+ */
+export function protoKeyErrors(doc: Document, file: string, at: (offset: number) => { line: number; col: number }): ConfigError[] {
+  const out: ConfigError[] = [];
+  visit(doc, {
+    Pair(_key, pair, ancestors) {
+      if (!isScalar(pair.key) || pair.key.value !== '__proto__') return;
+      const pos = at(pair.key.range?.[0] ?? 0);
+      out.push(
+        new ConfigError({
+          code: 'SCHEMA_INVALID',
+          file,
+          ...pos,
+          field: fieldPath([...pathOf(ancestors), '__proto__']),
+          reason: 'the key "__proto__" cannot be used: JavaScript gives it a special meaning, and what it holds would be dropped',
+          hint: 'remove it (no field, header or parameter can be named __proto__)',
+        }),
+      );
+    },
+  });
+  return out;
+}
+
+/** The field path (keys and list indexes) that a chain of YAML ancestors (document first) leads to. */
+export function pathOf(ancestors: readonly unknown[]): Path {
+  const path: Path = [];
+  ancestors.forEach((node, i) => {
+    const child = ancestors[i + 1];
+    if (isPair(node) && isScalar(node.key)) path.push(String(node.key.value));
+    else if (isSeq(node) && child !== undefined) path.push(node.items.indexOf(child as never));
+  });
+  return path;
+}
+
+/** True when `path` starts with every segment of `prefix`. */
+export function startsWith(path: Path, prefix: Path): boolean {
+  return prefix.every((seg, i) => path[i] === seg);
+}
+
+/** YAML syntax errors, one per line (one mistake often yields several), with a hint for unquoted cron text. */
+export function yamlErrors(
+  errs: YAMLError[],
+  file: string,
+  text: string,
+  at: (offset: number) => { line: number; col: number },
+): ConfigError[] {
+  const seen = new Set<number>();
+  const out: ConfigError[] = [];
+  for (const err of errs) {
+    const { line, col } = at(err.pos[0]);
+    if (seen.has(line)) continue;
+    seen.add(line);
+    const lineText = text.split(/\r?\n/)[line - 1] ?? '';
+    const unquoted = /^\s*(-\s+)?cron:\s*[*@]/.test(lineText);
+    out.push(
+      new ConfigError({
+        code: 'YAML_SYNTAX',
+        file,
+        line,
+        col,
+        field: '',
+        reason: `YAML: ${err.message}`,
+        ...(unquoted ? { hint: 'quote cron expressions: * and @ cannot start a plain YAML value, e.g. cron: "*/5 * * * *"' } : {}),
+        cause: err,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Finds the YAML node for a zod path and reports 1-based positions. */
+export class Locator {
+  constructor(
+    private readonly doc: Document,
+    private readonly at: (offset: number) => { line: number; col: number },
+  ) {}
+
+  /**
+   * Position of the value at `path`; of its key when the value is empty or `atKey`; of the nearest existing
+   * parent map or list when the key is missing. 1:1 for an empty document.
+   */
+  position(path: readonly (string | number)[], atKey: boolean): { line: number; col: number } {
+    const found = this.find(path);
+    const node = atKey || found.valueEmpty ? (found.key ?? found.node) : found.node;
+    const offset = node?.range?.[0];
+    return offset === undefined ? { line: 1, col: 1 } : this.at(offset);
+  }
+
+  /** True when the path leads to an existing key (its value may be empty). */
+  exists(path: readonly (string | number)[]): boolean {
+    return this.find(path).complete;
+  }
+
+  private find(path: readonly (string | number)[]): {
+    node: Node | undefined;
+    key: Node | undefined;
+    complete: boolean;
+    valueEmpty: boolean;
+  } {
+    let node = this.resolve(this.doc.contents ?? undefined);
+    let key: Node | undefined;
+    for (const seg of path) {
+      if (isMap(node)) {
+        const pair = this.pairIn(node, String(seg), 0);
+        if (!pair) return { node, key: undefined, complete: false, valueEmpty: false };
+        key = isScalar(pair.key) ? pair.key : undefined;
+        const value = this.resolve((pair.value ?? undefined) as Node | undefined);
+        if (value === undefined || (isScalar(value) && value.value === null && !value.source)) {
+          const complete = seg === path[path.length - 1];
+          return { node: key ?? node, key, complete, valueEmpty: true };
+        }
+        node = value;
+      } else if (isSeq(node) && typeof seg === 'number' && seg < node.items.length) {
+        key = undefined;
+        node = this.resolve(node.items[seg] as Node | undefined);
+      } else {
+        return { node, key: undefined, complete: false, valueEmpty: false };
+      }
+    }
+    return { node, key, complete: true, valueEmpty: false };
+  }
+
+  /** The pair for `key` in `map`, looking into `<<` merge sources when the map does not set it itself. */
+  private pairIn(map: YAMLMap, key: string, depth: number): Pair | undefined {
+    const own = map.items.find((p) => isScalar(p.key) && typeof p.key.value !== 'symbol' && String(p.key.value) === key);
+    if (own || depth > 10) return own;
+    for (const p of map.items) {
+      if (!isScalar(p.key) || typeof p.key.value !== 'symbol') continue; // the merge key << is a symbol
+      const source = this.resolve((p.value ?? undefined) as Node | undefined);
+      const sources = isSeq(source) ? source.items.map((n) => this.resolve(n as Node)) : [source];
+      for (const m of sources) {
+        const found = isMap(m) ? this.pairIn(m, key, depth + 1) : undefined;
+        if (found) return found;
+      }
+    }
+    return undefined;
+  }
+
+  private resolve(node: Node | undefined): Node | undefined {
+    let n: unknown = node;
+    for (let hops = 0; isAlias(n) && hops < 100; hops++) n = n.resolve(this.doc);
+    return n as Node | undefined;
+  }
+}
