@@ -94,7 +94,7 @@ export type RedisRole = 'commands' | 'worker' | 'oneshot';
  * One connection to `url` (any form of url.ts).
  * @throws RedisUrlError (bad URL, message redacted) or RedisTlsError.
  */
-export function connectRedis(url: string, name: string, role: RedisRole, files: RedisTlsFiles = {}): RedisClient {
+export function connectRedis(url: string, name: string, role: RedisRole, files: RedisTlsFiles = {}, answerTimeoutMs?: number): RedisClient {
   const e = parseRedisUrl(url);
   const tls = tlsOptions(e, files);
   // commands: a command waits for at most one reconnect, then fails (its caller retries on its own schedule).
@@ -109,6 +109,9 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   const retry = role === 'oneshot' ? oneShotRetryStrategy : retryStrategy;
   // A one-shot command must not wait ioredis's 10 s per attempt for a host that does not answer.
   const connectTimeout = role === 'oneshot' ? { connectTimeout: ONESHOT_CONNECT_TIMEOUT_MS } : {};
+  // A server that accepts the connection but never answers (paused, wedged) must not hold a command forever:
+  // every command, queued or sent, fails with "Command timed out" after this long.
+  const commandTimeout = answerTimeoutMs !== undefined ? { commandTimeout: answerTimeoutMs } : {};
   const auth: Pick<RedisOptions, 'username' | 'password'> = {};
   if (e.username) auth.username = e.username;
   if (e.password) auth.password = e.password;
@@ -116,7 +119,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   if (e.mode === 'cluster') {
     const { enableAutoPipelining, ...nodeRequest } = perRequest;
     const opts: ClusterOptions = {
-      redisOptions: { ...auth, ...nodeRequest, ...connectTimeout, connectionName: name, ...(tls ? { tls } : {}) },
+      redisOptions: { ...auth, ...nodeRequest, ...connectTimeout, ...commandTimeout, connectionName: name, ...(tls ? { tls } : {}) },
       clusterRetryStrategy: retry,
       enableOfflineQueue: true,
       enableAutoPipelining: enableAutoPipelining ?? false,
@@ -127,6 +130,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     ...auth,
     ...perRequest,
     ...connectTimeout,
+    ...commandTimeout,
     db: e.db,
     connectionName: name,
     retryStrategy: retry,
@@ -175,9 +179,12 @@ export function connectCommands(url: string, name: string, tls?: RedisTlsFiles):
   return connectRedis(url, name, 'commands', tls);
 }
 
-/** A connection for a one-shot command (the CLI): like {@link connectCommands}, but gives up within about 1 s. */
-export function connectOneShot(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
-  return connectRedis(url, name, 'oneshot', tls);
+/**
+ * A connection for a one-shot command (the CLI): like {@link connectCommands}, but gives up connecting within
+ * about 1 s, and each command after `answerTimeoutMs` without an answer ("Command timed out").
+ */
+export function connectOneShot(url: string, name: string, tls: RedisTlsFiles | undefined, answerTimeoutMs: number): RedisClient {
+  return connectRedis(url, name, 'oneshot', tls, answerTimeoutMs);
 }
 
 /** A connection for BullMQ's Worker (blocking commands; `maxRetriesPerRequest: null` as BullMQ requires). */
