@@ -12,6 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import type { Store } from '../redis/store.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** The reason a claim ended without the job finishing. */
 export class ClaimLostError extends Error {
@@ -123,7 +124,8 @@ export class ClaimHolder {
       this.armGuard();
       if (cancelBy) this.abort(new ClaimLostError(`replaced by ${cancelBy} (concurrencyPolicy Replace)`, 'cancel'));
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'lease renewal failed; retrying until the lease lapses');
+      const f = redisFailure(err);
+      this.log.warn(f.fields, `lease renewal failed: ${f.text}; retrying until the lease lapses`);
       if (!this.closed && !this.ac.signal.aborted) this.scheduleRenew(true);
       return;
     }

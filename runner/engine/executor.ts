@@ -32,6 +32,7 @@ import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** One finished or abandoned delivery, as reported to listeners (the demo prints these). */
 export interface RunEvent {
@@ -219,7 +220,8 @@ export class Executor {
       return await this.process(job, token);
     } catch (err) {
       if (err instanceof WaitingError || err instanceof DelayedError) throw err;
-      this.log.warn({ occurrence: job.data.key, err: (err as Error).message }, 'delivery failed; retrying in 1 s');
+      const f = redisFailure(err);
+      this.log.warn({ occurrence: job.data.key, ...f.fields }, `delivery failed: ${f.text}; retrying in 1 s`);
       return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
   }

@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { trackConnection } from './outage.js';
 import { parseRedisUrl, type RedisEndpoint } from './url.js';
 
 export { parseRedisUrl, redactRedisUrl, RedisUrlError, type RedisEndpoint } from './url.js';
@@ -124,7 +125,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       enableOfflineQueue: true,
       enableAutoPipelining: enableAutoPipelining ?? false,
     };
-    return new Cluster(e.nodes, opts);
+    return tracked(new Cluster(e.nodes, opts), e);
   }
   const common: RedisOptions = {
     ...auth,
@@ -140,7 +141,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     ...(tls ? { tls } : {}),
   };
   if (e.mode === 'sentinel') {
-    return refuseMissingDb(e, new Redis({
+    return tracked(refuseMissingDb(e, new Redis({
       ...common,
       sentinels: e.nodes,
       name: e.masterName!,
@@ -151,9 +152,15 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       sentinelRetryStrategy: retry,
       // Follow a failover as soon as the sentinels announce it, not only when the old master's socket drops.
       failoverDetector: true,
-    }));
+    })), e);
   }
-  return refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port }));
+  return tracked(refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port })), e);
+}
+
+/** Registers a connection so that log lines about its failed commands can say which Redis and since when (outage.ts). */
+function tracked<C extends RedisClient>(client: C, e: RedisEndpoint): C {
+  trackConnection(client, e.redacted);
+  return client;
 }
 
 /**
