@@ -11,6 +11,7 @@
  * Cost: each calendar is compiled once per load and shared; schedules with the same calendar block or the
  * same blackout share one compiled object, so a million schedules on a few calendars cost a map lookup each.
  */
+import { firstRunWithin, NEVER_RUNS_HORIZON_MS } from '../engine/windows.js';
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { calendarBlackout, cronBlackout, type BlackoutWindow } from '../schedule/blackout.js';
@@ -62,6 +63,8 @@ export interface FileCalendars {
   calendars: LoadedCalendar[];
   /** Per schedule index (as in the file), the calendar names it uses. */
   uses: Map<number, Ref[]>;
+  /** Per schedule name, where its `calendar` and `blackouts` fields are written. */
+  windowFields: Map<string, { calendar?: Place; blackouts?: Place }>;
 }
 
 /** A problem of one file, in the loader's terms (path into the file's data). */
@@ -75,7 +78,7 @@ export interface CalendarProblem {
 
 /** A file without calendars (refused before its calendars could be read). */
 export function noFileCalendars(file: string): FileCalendars {
-  return { file, calendars: [], uses: new Map() };
+  return { file, calendars: [], uses: new Map(), windowFields: new Map() };
 }
 
 /**
@@ -137,7 +140,13 @@ export async function readFileCalendars(
   }
   const schedules = (data as { schedules?: unknown } | null)?.schedules;
   for (const [i, item] of (Array.isArray(schedules) ? schedules : []).entries()) {
-    const s = (item ?? {}) as { calendar?: { include?: unknown; exclude?: unknown }; blackouts?: unknown };
+    const s = (item ?? {}) as { name?: unknown; calendar?: { include?: unknown; exclude?: unknown }; blackouts?: unknown };
+    if (typeof s.name === 'string' && (s.calendar !== undefined || s.blackouts !== undefined)) {
+      out.windowFields.set(s.name, {
+        ...(s.calendar !== undefined ? { calendar: place(['schedules', i, 'calendar']) } : {}),
+        ...(s.blackouts !== undefined ? { blackouts: place(['schedules', i, 'blackouts']) } : {}),
+      });
+    }
     const used = [
       ...refs(s.calendar?.include, ['schedules', i, 'calendar', 'include']),
       ...refs(s.calendar?.exclude, ['schedules', i, 'calendar', 'exclude']),
@@ -291,6 +300,43 @@ export function attachWindows(schedules: readonly CompiledSchedule[], flock: Flo
     if (!windows) return s;
     return { ...s, windows, definitionHash: digest === null ? s.definitionHash : sha256(`${s.definitionHash}:${digest}`) };
   });
+}
+
+/**
+ * Refuses schedules whose calendar and blackouts leave nothing to run (a cron on Mondays with a calendar of
+ * weekends, a skip blackout over every due time), as cron.ts refuses a cron that can never fire: none of their
+ * due times within the next 5 years runs, nor did any in the 5 years before ({@link firstRunWithin}): a
+ * schedule whose calendar dates have all passed is not refused. A frequent schedule whose first 100,000 due
+ * times are all skipped is not decided (nor refused).
+ * @param schedules compiled, with their windows ({@link attachWindows}); @param nowMs where the look starts.
+ * @returns one CALENDAR_NEVER_RUNS error per such schedule, at its `calendar` field (else `blackouts`).
+ */
+export function neverRunErrors(schedules: readonly CompiledSchedule[], file: FileCalendars, nowMs: number = Date.now()): ConfigError[] {
+  const out: ConfigError[] = [];
+  for (const s of schedules) {
+    const r = firstRunWithin(s, nowMs);
+    if (r.verdict !== 'never') continue;
+    // Only a contradiction is refused: a calendar whose dates have passed ran before and is left alone, so that
+    // a restart does not refuse a file (and stop its other schedules) because time went by.
+    if (firstRunWithin(s, nowMs - NEVER_RUNS_HORIZON_MS, NEVER_RUNS_HORIZON_MS).verdict !== 'never') continue;
+    const where = file.windowFields.get(s.name) ?? {};
+    const byCalendar = r.reasons.some((x) => x.startsWith('calendar '));
+    const at = (byCalendar ? where.calendar : where.blackouts) ?? where.calendar ?? where.blackouts ?? { file: file.file, line: 0, col: 0, field: '' };
+    const years = Math.round(NEVER_RUNS_HORIZON_MS / (365 * 86_400_000));
+    out.push(
+      new ConfigError({
+        code: 'CALENDAR_NEVER_RUNS',
+        ...at,
+        reason:
+          `schedule "${s.name}" can never run: no due time of its cron within the next ${years} years survives its ` +
+          `calendar and blackouts (${r.reasons.length > 0 ? `each is left out by: ${r.reasons.join('; ')}` : 'the cron has no due time left'})`,
+        hint: byCalendar
+          ? 'the cron and the calendar exclude each other: choose cron days the calendar includes, or change the calendar'
+          : 'the blackouts cover every due time: shorten or move them, use action: delay, or change the cron',
+      }),
+    );
+  }
+  return out;
 }
 
 /** A cycle of include/exclude references; reported at the reference that closes it, in each file on the cycle. */
