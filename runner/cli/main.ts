@@ -22,7 +22,7 @@ import { Command, CommanderError } from 'commander';
 import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
 import { addControlCommands } from './control-commands.js';
-import { MAX_SCANNED, nextRows, noteOf, type NextRow } from './next-rows.js';
+import { nextRows, noteOf, truncationNote, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
@@ -101,7 +101,7 @@ program
     for (const s of list) {
       const next = nextRows(s, o.from ?? Date.now(), o.count, o.hideSkipped === true);
       rows.push(...next.rows);
-      if (next.truncated) process.stderr.write(`${s.name}: only ${next.rows.length} occurrences run among its next ${MAX_SCANNED} due times\n`);
+      if (next.truncated) process.stderr.write(`${truncationNote(s.name, next.rows.length, o.count, next.scannedToMs!)}\n`);
     }
     if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     else {
