@@ -248,3 +248,23 @@ schedules:
     expect(res.errors.map(where)).toEqual(['b.yaml:4:16 CALENDAR_NEVER_RUNS schedules[0].blackouts']);
   });
 });
+
+describe('a calendar that is refused', () => {
+  it('is named as refused, with where and why, where a schedule uses it (not "no calendar named")', async () => {
+    const res = await parseScheduleText(
+      `calendars:
+  - name: business-days
+    dates: ["2026-02-30"]
+schedules:
+  - name: a
+    cron: "0 9 * * *"
+    calendar: {include: [business-days]}
+    ${JOB}
+`,
+      'f.yaml',
+    );
+    const use = res.errors.find((e) => e.field === 'schedules[0].calendar.include[0]');
+    expect(use?.format()).toMatch(/^f\.yaml:7:26: schedules\[0\]\.calendar\.include\[0\]: calendar "business-days" \(f\.yaml:2:11\) is refused: calendars\[0\]\.dates\[0\]: must be a date.*\n {2}hint: fix that calendar entry first/);
+    expect(res.errors.map((e) => e.format()).join('\n')).not.toMatch(/no calendar named/);
+  });
+});

@@ -63,6 +63,8 @@ export interface FileCalendars {
   calendars: LoadedCalendar[];
   /** Per schedule index (as in the file), the calendar names it uses. */
   uses: Map<number, Ref[]>;
+  /** Calendar entries the schema refused, by name (the name is written), with the first reason. */
+  refused: Map<string, Place & { why: string }>;
   /** Per schedule name, where its `calendar` and `blackouts` fields are written. */
   windowFields: Map<string, { calendar?: Place; blackouts?: Place }>;
 }
@@ -78,7 +80,7 @@ export interface CalendarProblem {
 
 /** A file without calendars (refused before its calendars could be read). */
 export function noFileCalendars(file: string): FileCalendars {
-  return { file, calendars: [], uses: new Map(), windowFields: new Map() };
+  return { file, calendars: [], uses: new Map(), refused: new Map(), windowFields: new Map() };
 }
 
 /**
@@ -103,7 +105,15 @@ export async function readFileCalendars(
   const raw = (data as { calendars?: unknown } | null)?.calendars;
   for (const [i, item] of (Array.isArray(raw) ? raw : []).entries()) {
     const parsed = calendarSchema.safeParse(item);
-    if (!parsed.success) continue;
+    if (!parsed.success) {
+      // Remembered so that a use of the name says "refused, because …" rather than "no calendar named".
+      const name = (item as { name?: unknown } | null)?.name;
+      const issue = parsed.error.issues[0];
+      if (typeof name === 'string' && issue) {
+        out.refused.set(name, { ...place(['calendars', i, 'name']), why: `${fieldPath(['calendars', i, ...(issue.path as Path)])}: ${issue.message}` });
+      }
+      continue;
+    }
     const entry = parsed.data;
     let ics: IcsDays | null = null;
     let icsSha: string | null = null;
@@ -195,6 +205,11 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
     }
     for (const r of refsOf(f.calendars)) {
       if (defined.has(r.name)) continue;
+      const bad = files.map((g) => g.calendars.refused.get(r.name)).find((x) => x !== undefined);
+      if (bad) {
+        errors.push(err(r, 'CALENDAR_UNKNOWN', `calendar "${r.name}" (${bad.file}:${bad.line}:${bad.col}) is refused: ${bad.why}`, 'fix that calendar entry first (its error is reported too)'));
+        continue;
+      }
       const near = known.filter((k) => editDistance(k, r.name, 4) <= 2).slice(0, 3);
       errors.push(err(r, 'CALENDAR_UNKNOWN', `no calendar named "${r.name}" in the flock's schedule files`, known.length === 0 ? 'define it under "calendars:" in a schedule file of the same directory' : `${near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : ''}known calendars: ${known.join(', ')}`));
     }
