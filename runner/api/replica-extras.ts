@@ -13,6 +13,7 @@ import { settlesWithin } from '../time/wait.js';
 import type { AccessRules } from './auth.js';
 import { startDashboard, whenReady, type Dashboard } from './dashboard.js';
 import { startReplicaInfo } from './replica-info.js';
+import { redisFailure } from '../redis/outage.js';
 
 /**
  * Starts the extras of a running replica.
@@ -35,7 +36,10 @@ export async function startReplicaExtras(
   const redis = connectCommands(o.redisUrl, `cronflock:${name}:history`, o.redisTls);
   redis.on('error', () => undefined); // the engine's connections report Redis problems
   await whenReady(redis, 5_000);
-  await publishHistoryMs(redis, replica.keys, o.historyMs).catch((err: Error) => o.log.warn({ err: err.message }, 'could not publish --history; the scripts keep 30 d'));
+  await publishHistoryMs(redis, replica.keys, o.historyMs).catch((err: Error) => {
+    const f = redisFailure(err);
+    o.log.warn(f.fields, `could not publish --history (${f.text}); the scripts keep 30 d`);
+  });
   o.capture.attach(redis, replica.keys, o.historyMs);
   const stopInfo = startReplicaInfo(redis, replica.keys, {
     name,

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { readAudit } from '../history/audit.js';
 import { Keyspace } from '../redis/keys.js';
 import { positiveIntArg } from './arg-parsers.js';
-import { addRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { iso, table } from './text.js';
 
 /** Adds `audit` to the program. */
@@ -14,7 +14,7 @@ export function addAuditCommand(program: Command): void {
     .option('-s, --schedule <name>', 'only this schedule')
     .option('-n, --limit <n>', 'most entries', positiveIntArg, 50)
     .option('--json', 'print JSON');
-  addRedisOptions(c).action(async (o: RedisFlags & { schedule?: string; limit: number; json?: boolean }) => {
+  addOneShotRedisOptions(c).action(async (o: RedisFlags & { schedule?: string; limit: number; json?: boolean }) => {
     const page = await withOneShotRedis(o, 'cannot read the audit log from', (redis) =>
       readAudit(redis, new Keyspace(o.namespace), { limit: o.limit, schedule: o.schedule }),
     );

@@ -22,7 +22,7 @@ import { RedisClock } from '../redis/clock.js';
 import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { settlesWithin } from '../time/wait.js';
-import { addRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { recordAudit, type AuditAction } from '../history/audit.js';
 import { userInfo } from 'node:os';
 
@@ -65,7 +65,7 @@ function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promis
 }
 
 function common(c: Command): Command {
-  addRedisOptions(c).option('--json', 'print JSON').option('--reason <text>', 'why (kept in the audit log: cronflock audit)');
+  addOneShotRedisOptions(c).option('--json', 'print JSON').option('--reason <text>', 'why (kept in the audit log: cronflock audit)');
   return c;
 }
 

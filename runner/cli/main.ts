@@ -22,7 +22,7 @@ import { Command, CommanderError } from 'commander';
 import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
 import { addControlCommands } from './control-commands.js';
-import { MAX_SCANNED, nextRows, noteOf, type NextRow } from './next-rows.js';
+import { nextRows, noteOf, truncationNote, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
@@ -46,6 +46,8 @@ Environment (a flag given on the command line wins):
   REDIS_URL                 --redis: the flock's Redis (redis://, rediss://, redis+sentinel://, redis+cluster://)
   REDIS_TLS_CA_FILE         --redis-tls-ca; also REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_INSECURE=1
   CRONFLOCK_NAMESPACE       --namespace: key namespace of the flock (default cronflock)
+  CRONFLOCK_REDIS_TIMEOUT   --redis-timeout of status, runs, audit, trigger, backfill, suspend, resume: seconds
+                            to wait for a Redis that took the connection but does not answer (default 10)
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
   CRONFLOCK_WATCH_SCHEDULES start --watch-schedules: auto (default) | on | off
@@ -100,7 +102,7 @@ program
     for (const s of list) {
       const next = nextRows(s, o.from ?? Date.now(), o.count, o.hideSkipped === true);
       rows.push(...next.rows);
-      if (next.truncated) process.stderr.write(`${s.name}: only ${next.rows.length} occurrences run among its next ${MAX_SCANNED} due times\n`);
+      if (next.truncated) process.stderr.write(`${truncationNote(s.name, next.rows.length, o.count, next.scannedToMs!)}\n`);
     }
     if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     else {

@@ -31,18 +31,19 @@ export const MAX_SCANNED = 100_000;
 /**
  * The next `count` occurrences strictly after `fromMs`; with `hideSkipped`, the next `count` that run
  * (looking at most at {@link MAX_SCANNED} due times).
- * @returns the rows, and whether the scan stopped at its limit before finding `count`.
+ * @returns the rows, and whether the scan stopped at its limit before finding `count` (then `scannedToMs`: the
+ *   last due time looked at, UTC ms, where a further look can start).
  */
 export function nextRows(
   s: WindowedSchedule & { due: DueTimes; timeZone: string },
   fromMs: number,
   count: number,
   hideSkipped: boolean,
-): { rows: NextRow[]; truncated: boolean } {
+): { rows: NextRow[]; truncated: boolean; scannedToMs?: number } {
   const rows: NextRow[] = [];
   let t = fromMs;
   for (let scanned = 0; rows.length < count; scanned++) {
-    if (scanned >= MAX_SCANNED) return { rows, truncated: true };
+    if (scanned >= MAX_SCANNED) return { rows, truncated: true, scannedToMs: t };
     const due = s.due.next(t);
     if (due === null) break;
     t = due;
@@ -62,6 +63,18 @@ export function nextRows(
     });
   }
   return { rows, truncated: false };
+}
+
+/**
+ * What `next` says when {@link nextRows} stopped at {@link MAX_SCANNED} due times before finding `count`: the
+ * limit, what it means, and how to see further.
+ */
+export function truncationNote(schedule: string, found: number, count: number, scannedToMs: number): string {
+  return (
+    `${schedule}: only ${found} of the ${count} occurrences asked for (-n) run among its next ${MAX_SCANNED.toLocaleString('en-US')} due times, ` +
+    `the most next looks at per schedule (its calendar and blackouts skip the others); to see further, run it again with ` +
+    `--from ${new Date(scannedToMs).toISOString()}`
+  );
 }
 
 /** The NOTE column: `skipped: calendar holidays`, `delayed: blackout db until …`, or ''. */

@@ -5,8 +5,9 @@
  */
 import { Option, type Command } from 'commander';
 import type { Logger } from '../log.js';
+import { positiveNumberArg } from './arg-parsers.js';
 import { connectOneShot, parseRedisUrl, redactRedisUrl, RedisTlsError, RedisUrlError, tlsOptions, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
-import { explainRedisError, formatRedisProblem } from '../redis/explain.js';
+import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
 import { RedisServerMissingError, RedisServerProcess, redisServerAvailable } from '../redis/server-process.js';
 import { checkTlsEndpoint, RedisNotTlsError } from '../redis/tls-check.js';
 
@@ -30,7 +31,12 @@ export interface RedisTlsFlags {
 export interface RedisFlags extends RedisTlsFlags {
   redis?: string;
   namespace: string;
+  /** Seconds a one-shot command waits for Redis to answer ({@link addOneShotRedisOptions}). */
+  redisTimeout?: number;
 }
+
+/** How long a CLI command waits for an answer from a Redis that took its connection, in seconds. */
+export const DEFAULT_REDIS_TIMEOUT_S = 10;
 
 /**
  * Adds `--redis <url>` (default `REDIS_URL`), `--namespace <ns>` (default `CRONFLOCK_NAMESPACE`, else
@@ -40,6 +46,20 @@ export function addRedisOptions(c: Command, redisHelp = 'Redis URL: redis://, re
   c.addOption(new Option('--redis <url>', redisHelp).env('REDIS_URL'));
   c.addOption(new Option('--namespace <ns>', 'key namespace of the flock').env('CRONFLOCK_NAMESPACE').default('cronflock'));
   return addRedisTlsOptions(c);
+}
+
+/**
+ * {@link addRedisOptions} plus `--redis-timeout <s>` (default `CRONFLOCK_REDIS_TIMEOUT`, else 10): for the
+ * commands that do their work and exit ({@link withOneShotRedis}).
+ */
+export function addOneShotRedisOptions(c: Command): Command {
+  addRedisOptions(c);
+  return c.addOption(
+    new Option('--redis-timeout <seconds>', 'give up when Redis accepts the connection but does not answer within this long')
+      .env('CRONFLOCK_REDIS_TIMEOUT')
+      .argParser(positiveNumberArg)
+      .default(DEFAULT_REDIS_TIMEOUT_S),
+  );
 }
 
 /** Adds `--redis-tls-ca|cert|key|insecure` (defaults from `REDIS_TLS_CA_FILE`, `_CERT_FILE`, `_KEY_FILE`, `_INSECURE`). */
@@ -113,23 +133,41 @@ export async function resolveRedis(
   return { url: srv.url, private: srv };
 }
 
+/** The connection took too long to become ready: the watchdog of {@link withOneShotRedis}. */
+class NoAnswerError extends Error {}
+
 /**
- * Connects a one-shot client (gives up within seconds) to the Redis of `flags`, runs `fn`, and disconnects.
+ * Connects a one-shot client to the Redis of `flags`, runs `fn`, and disconnects. Bounded: connecting gives up
+ * within seconds when nothing accepts it (connect.ts), and when Redis accepts but does not answer, the command
+ * gives up after `flags.redisTimeout` seconds (no ready connection by then, or one command without an answer).
  * @param doing what a failure message starts with, e.g. "cannot read runs from" (the redacted URL follows).
  * @throws CliError saying in words what went wrong with Redis and what to try; CliErrors of `fn` as they are.
  */
 export async function withOneShotRedis<T>(flags: RedisFlags, doing: string, fn: (redis: RedisClient) => Promise<T>): Promise<T> {
   const { url, tls } = await resolveRedis(flags.redis, false, undefined, flags);
-  const redis = connectOneShot(url, 'cronflock:cli', tls);
+  const timeoutS = flags.redisTimeout ?? DEFAULT_REDIS_TIMEOUT_S;
+  const redis = connectOneShot(url, 'cronflock:cli', tls, timeoutS * 1000);
   // Connection errors explain a failed command (a Cluster reports its nodes' errors apart: 'node error').
   const connectionErrors: string[] = [];
   for (const ev of ['error', 'node error']) redis.on(ev, (err: Error) => void (connectionErrors.length < 5 && connectionErrors.push(err.message)));
+  let accepted = false; // a socket (and TLS) connected: the server is there, whatever it answers
+  redis.on('connect', () => (accepted = true));
+  // Not every wait is a command with a timeout (BullMQ waits for 'ready'): a watchdog bounds getting ready.
+  let watchdog: NodeJS.Timeout | undefined;
+  const notReady = new Promise<never>((_, reject) => {
+    watchdog = setTimeout(() => reject(new NoAnswerError()), timeoutS * 1000);
+  });
+  notReady.catch(() => undefined);
+  redis.once('ready', () => clearTimeout(watchdog));
   try {
-    return await fn(redis);
+    return await Promise.race([fn(redis), notReady]);
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw new CliError(`${doing} ${redactRedisUrl(url)}: ${formatRedisProblem(explainRedisError(err, connectionErrors))}`);
+    const noAnswer = accepted && (err instanceof NoAnswerError || /^Command timed out/.test((err as Error)?.message ?? ''));
+    const problem = noAnswer ? noAnswerProblem(timeoutS) : explainRedisError(err instanceof NoAnswerError ? new Error(`no answer within ${timeoutS} s`) : err, connectionErrors);
+    throw new CliError(`${doing} ${redactRedisUrl(url)}: ${formatRedisProblem(problem)}`);
   } finally {
+    clearTimeout(watchdog);
     redis.disconnect();
   }
 }

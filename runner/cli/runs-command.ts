@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { positiveIntArg } from './arg-parsers.js';
-import { addRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { formatSpanMs, iso, table } from './text.js';
 
 /** A run record for `--json`: the record, with a result that is JSON (a job's return value) as JSON. */
@@ -75,7 +75,7 @@ export function addRunsCommand(program: Command): void {
     .option('--limit <n>', 'records per schedule', positiveIntArg, 50)
     .option('--json', 'print JSON')
     .option('--show', "also print each run's result (e.g. a cleanup report)");
-  addRedisOptions(c).action(async (o: RedisFlags & { schedule?: string; limit: number; json?: boolean; show?: boolean }) => {
+  addOneShotRedisOptions(c).action(async (o: RedisFlags & { schedule?: string; limit: number; json?: boolean; show?: boolean }) => {
     const runs = await withOneShotRedis(o, 'cannot read runs from', (redis) =>
       listRuns(redis, new Keyspace(o.namespace), { schedule: o.schedule, limit: o.limit }),
     );

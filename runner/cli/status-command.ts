@@ -9,7 +9,7 @@ import { Keyspace } from '../redis/keys.js';
 import { readFlockStatus, type FlockStatus, type ScheduleStatus } from '../records/status.js';
 import { settlesWithin } from '../time/wait.js';
 import { durationArg, positiveIntArg } from './arg-parsers.js';
-import { addRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { formatSpanMs, iso, table } from './text.js';
 
 const ago = (ms: number, nowMs: number): string => `${formatSpanMs(nowMs - ms)} ago`;
@@ -80,7 +80,7 @@ export function addStatusCommand(program: Command): void {
     .option('--limit <n>', 'schedules shown in detail (suspended and overdue ones first)', positiveIntArg, 50)
     .addOption(new Option('--overdue-after <duration>', 'an unclaimed occurrence this long past its fire time is overdue').argParser(durationArg).default(10_000, '10s'))
     .option('--json', 'print JSON');
-  addRedisOptions(c).action(async (o: RedisFlags & { schedule?: string[]; limit: number; overdueAfter: number; json?: boolean }) => {
+  addOneShotRedisOptions(c).action(async (o: RedisFlags & { schedule?: string[]; limit: number; overdueAfter: number; json?: boolean }) => {
     const keys = new Keyspace(o.namespace);
     const st = await withOneShotRedis(o, 'cannot read the status from', async (redis) => {
       const lanes = openLanes(redis, keys);

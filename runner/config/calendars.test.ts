@@ -208,3 +208,63 @@ describe('calendar names in one file', () => {
     ]);
   });
 });
+
+describe('schedules that calendars and blackouts leave nothing to run', () => {
+  it('refuses a cron on days its calendar never includes, at the calendar field, and a skip blackout over every due time', async () => {
+    const res = await parseScheduleText(
+      `calendars:
+  - name: weekends
+    weekdays: [SAT, SUN]
+schedules:
+  - name: mondays
+    cron: "0 9 * * MON"
+    calendar: {include: [weekends]}
+    ${JOB}
+  - name: nightly
+    cron: "0 2 * * *"
+    blackouts:
+      - {cron: "0 1 * * *", duration: 2h, action: skip}
+    ${JOB}
+  - name: weekend-ok
+    cron: "0 9 * * SAT"
+    calendar: {include: [weekends]}
+    ${JOB}
+`,
+      'f.yaml',
+    );
+    expect(res.errors.map(where)).toEqual(['f.yaml:7:15 CALENDAR_NEVER_RUNS schedules[0].calendar', 'f.yaml:12:7 CALENDAR_NEVER_RUNS schedules[1].blackouts']);
+    expect(res.errors[0]!.format()).toMatch(/schedule "mondays" can never run: no due time of its cron within the next 5 years survives its calendar and blackouts \(each is left out by: calendar weekends\)\n {2}hint: .*choose cron days the calendar includes/);
+    expect(res.errors[1]!.format()).toMatch(/schedule "nightly" can never run: .*left out by: blackout 0 1 \* \* \* for 2h\)\n {2}hint: the blackouts cover every due time/);
+    expect(res.schedules).toEqual([]);
+  });
+
+  it('refuses it in a directory too, and keeps a schedule that a delay blackout only moves', async () => {
+    const dir = directory({
+      'a.yaml': `schedules:\n  - name: moved\n    cron: "0 2 * * *"\n    blackouts: [{cron: "0 1 * * *", duration: 2h, action: delay}]\n    ${JOB}\n`,
+      'b.yaml': `schedules:\n  - name: gone\n    cron: "0 2 * * *"\n    blackouts: [{cron: "0 1 * * *", duration: 2h, action: skip}]\n    ${JOB}\n`,
+    });
+    const res = await loadSchedules(dir);
+    expect(res.schedules.map((s) => s.name)).toEqual(['moved']);
+    expect(res.errors.map(where)).toEqual(['b.yaml:4:16 CALENDAR_NEVER_RUNS schedules[0].blackouts']);
+  });
+});
+
+describe('a calendar that is refused', () => {
+  it('is named as refused, with where and why, where a schedule uses it (not "no calendar named")', async () => {
+    const res = await parseScheduleText(
+      `calendars:
+  - name: business-days
+    dates: ["2026-02-30"]
+schedules:
+  - name: a
+    cron: "0 9 * * *"
+    calendar: {include: [business-days]}
+    ${JOB}
+`,
+      'f.yaml',
+    );
+    const use = res.errors.find((e) => e.field === 'schedules[0].calendar.include[0]');
+    expect(use?.format()).toMatch(/^f\.yaml:7:26: schedules\[0\]\.calendar\.include\[0\]: calendar "business-days" \(f\.yaml:2:11\) is refused: calendars\[0\]\.dates\[0\]: must be a date.*\n {2}hint: fix that calendar entry first/);
+    expect(res.errors.map((e) => e.format()).join('\n')).not.toMatch(/no calendar named/);
+  });
+});

@@ -11,6 +11,7 @@
  * Cost: each calendar is compiled once per load and shared; schedules with the same calendar block or the
  * same blackout share one compiled object, so a million schedules on a few calendars cost a map lookup each.
  */
+import { firstRunWithin, NEVER_RUNS_HORIZON_MS } from '../engine/windows.js';
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { calendarBlackout, cronBlackout, type BlackoutWindow } from '../schedule/blackout.js';
@@ -63,6 +64,10 @@ export interface FileCalendars {
   calendars: LoadedCalendar[];
   /** Per schedule index (as in the file), the calendar names it uses. */
   uses: Map<number, Ref[]>;
+  /** Calendar entries the schema refused, by name (the name is written), with the first reason. */
+  refused: Map<string, Place & { why: string }>;
+  /** Per schedule name, where its `calendar` and `blackouts` fields are written. */
+  windowFields: Map<string, { calendar?: Place; blackouts?: Place }>;
 }
 
 /** A problem of one file, in the loader's terms (path into the file's data). */
@@ -76,7 +81,7 @@ export interface CalendarProblem {
 
 /** A file without calendars (refused before its calendars could be read). */
 export function noFileCalendars(file: string): FileCalendars {
-  return { file, calendars: [], uses: new Map() };
+  return { file, calendars: [], uses: new Map(), refused: new Map(), windowFields: new Map() };
 }
 
 /**
@@ -101,7 +106,15 @@ export async function readFileCalendars(
   const raw = (data as { calendars?: unknown } | null)?.calendars;
   for (const [i, item] of (Array.isArray(raw) ? raw : []).entries()) {
     const parsed = calendarSchema.safeParse(item);
-    if (!parsed.success) continue;
+    if (!parsed.success) {
+      // Remembered so that a use of the name says "refused, because …" rather than "no calendar named".
+      const name = (item as { name?: unknown } | null)?.name;
+      const issue = parsed.error.issues[0];
+      if (typeof name === 'string' && issue) {
+        out.refused.set(name, { ...place(['calendars', i, 'name']), why: `${fieldPath(['calendars', i, ...(issue.path as Path)])}: ${issue.message}` });
+      }
+      continue;
+    }
     const entry = parsed.data;
     let ics: IcsDays | null = null;
     let icsSha: string | null = null;
@@ -138,7 +151,13 @@ export async function readFileCalendars(
   }
   const schedules = (data as { schedules?: unknown } | null)?.schedules;
   for (const [i, item] of (Array.isArray(schedules) ? schedules : []).entries()) {
-    const s = (item ?? {}) as { calendar?: { include?: unknown; exclude?: unknown }; blackouts?: unknown };
+    const s = (item ?? {}) as { name?: unknown; calendar?: { include?: unknown; exclude?: unknown }; blackouts?: unknown };
+    if (typeof s.name === 'string' && (s.calendar !== undefined || s.blackouts !== undefined)) {
+      out.windowFields.set(s.name, {
+        ...(s.calendar !== undefined ? { calendar: place(['schedules', i, 'calendar']) } : {}),
+        ...(s.blackouts !== undefined ? { blackouts: place(['schedules', i, 'blackouts']) } : {}),
+      });
+    }
     const used = [
       ...refs(s.calendar?.include, ['schedules', i, 'calendar', 'include']),
       ...refs(s.calendar?.exclude, ['schedules', i, 'calendar', 'exclude']),
@@ -187,6 +206,11 @@ export function resolveFlockCalendars(files: readonly { file: string; ok: boolea
     }
     for (const r of refsOf(f.calendars)) {
       if (defined.has(r.name)) continue;
+      const bad = files.map((g) => g.calendars.refused.get(r.name)).find((x) => x !== undefined);
+      if (bad) {
+        errors.push(err(r, 'CALENDAR_UNKNOWN', `calendar "${r.name}" (${bad.file}:${bad.line}:${bad.col}) is refused: ${bad.why}`, 'fix that calendar entry first (its error is reported too)'));
+        continue;
+      }
       const near = known.filter((k) => editDistance(k, r.name, 4) <= 2).slice(0, 3);
       errors.push(err(r, 'CALENDAR_UNKNOWN', `no calendar named "${r.name}" in the flock's schedule files`, known.length === 0 ? 'define it under "calendars:" in a schedule file of the same directory' : `${near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : ''}known calendars: ${known.join(', ')}`));
     }
@@ -292,6 +316,43 @@ export function attachWindows(schedules: readonly CompiledSchedule[], flock: Flo
     if (!windows) return s;
     return { ...s, windows, definitionHash: digest === null ? s.definitionHash : sha256(`${s.definitionHash}:${digest}`) };
   });
+}
+
+/**
+ * Refuses schedules whose calendar and blackouts leave nothing to run (a cron on Mondays with a calendar of
+ * weekends, a skip blackout over every due time), as cron.ts refuses a cron that can never fire: none of their
+ * due times within the next 5 years runs, nor did any in the 5 years before ({@link firstRunWithin}): a
+ * schedule whose calendar dates have all passed is not refused. A frequent schedule whose first 100,000 due
+ * times are all skipped is not decided (nor refused).
+ * @param schedules compiled, with their windows ({@link attachWindows}); @param nowMs where the look starts.
+ * @returns one CALENDAR_NEVER_RUNS error per such schedule, at its `calendar` field (else `blackouts`).
+ */
+export function neverRunErrors(schedules: readonly CompiledSchedule[], file: FileCalendars, nowMs: number = Date.now()): ConfigError[] {
+  const out: ConfigError[] = [];
+  for (const s of schedules) {
+    const r = firstRunWithin(s, nowMs);
+    if (r.verdict !== 'never') continue;
+    // Only a contradiction is refused: a calendar whose dates have passed ran before and is left alone, so that
+    // a restart does not refuse a file (and stop its other schedules) because time went by.
+    if (firstRunWithin(s, nowMs - NEVER_RUNS_HORIZON_MS, NEVER_RUNS_HORIZON_MS).verdict !== 'never') continue;
+    const where = file.windowFields.get(s.name) ?? {};
+    const byCalendar = r.reasons.some((x) => x.startsWith('calendar '));
+    const at = (byCalendar ? where.calendar : where.blackouts) ?? where.calendar ?? where.blackouts ?? { file: file.file, line: 0, col: 0, field: '' };
+    const years = Math.round(NEVER_RUNS_HORIZON_MS / (365 * 86_400_000));
+    out.push(
+      new ConfigError({
+        code: 'CALENDAR_NEVER_RUNS',
+        ...at,
+        reason:
+          `schedule "${s.name}" can never run: no due time of its cron within the next ${years} years survives its ` +
+          `calendar and blackouts (${r.reasons.length > 0 ? `each is left out by: ${r.reasons.join('; ')}` : 'the cron has no due time left'})`,
+        hint: byCalendar
+          ? 'the cron and the calendar exclude each other: choose cron days the calendar includes, or change the calendar'
+          : 'the blackouts cover every due time: shorten or move them, use action: delay, or change the cron',
+      }),
+    );
+  }
+  return out;
 }
 
 /** A cycle of include/exclude references; reported at the reference that closes it, in each file on the cycle. */

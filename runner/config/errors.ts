@@ -40,7 +40,8 @@ export type ConfigErrorCode =
   | 'DEPRECATED'
   | 'CALENDAR_UNKNOWN'
   | 'CALENDAR_CYCLE'
-  | 'CALENDAR_INVALID';
+  | 'CALENDAR_INVALID'
+  | 'CALENDAR_NEVER_RUNS';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

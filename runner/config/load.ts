@@ -12,7 +12,7 @@ import type { ScheduleWindows } from '../engine/windows.js';
 import { readBounded } from './read-bounded.js';
 import { ConfigError, fieldPath } from './errors.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
-import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
+import { attachWindows, neverRunErrors, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import { scheduleFileSchema, type CatchUpPolicy, type ConcurrencyPolicy, type OnResumePolicy } from './schema.js';
 import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge } from './files.js';
@@ -199,6 +199,7 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
   );
   for (const e of flock.errors) checkedFiles.find((f) => f.file === e.file)?.errors.push(e);
   for (const { file, checked, errors } of checkedFiles) {
+    if (checked && errors.length === 0) errors.push(...neverRunErrors(attachWindows(checked.schedules, flock), checked.calendars));
     errors.sort(byPosition);
     const ok = errors.length === 0 && checked !== null;
     result.errors.push(...errors);
@@ -221,7 +222,9 @@ export async function parseScheduleText(
 ): Promise<FileLoadResult> {
   const checked = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
   const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
-  const errors = [...checked.errors, ...flock.errors].sort(byPosition);
+  const errors = [...checked.errors, ...flock.errors];
+  if (errors.length === 0) errors.push(...neverRunErrors(attachWindows(checked.schedules, flock), checked.calendars));
+  errors.sort(byPosition);
   return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors, warnings: checked.warnings } : { schedules: [], errors };
 }
 

@@ -20,6 +20,7 @@ import type { Keyspace } from '../redis/keys.js';
 import type { Store } from '../redis/store.js';
 import { enqueueOccurrences, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** Admits backfill occurrences for the flock; one per replica. */
 export class BackfillAdmission {
@@ -68,7 +69,10 @@ export class BackfillAdmission {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.running = this.admit()
-        .catch((err: unknown) => this.log.warn({ err: String((err as Error).message ?? err) }, 'backfill admission failed; retrying'))
+        .catch((err: unknown) => {
+          const f = redisFailure(err);
+          this.log.warn(f.fields, `backfill admission failed: ${f.text}; retrying`);
+        })
         .finally(() => {
           this.running = undefined;
           const again = this.again;

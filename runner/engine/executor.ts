@@ -34,6 +34,7 @@ import { signatureHeaders } from '../notify/signing.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 import { sleep } from '../time/wait.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** What the executor needs from the rest of the replica, given at construction. */
 export interface ExecutorRequirements {
@@ -188,7 +189,8 @@ export class Executor {
       return await this.process(job, token);
     } catch (err) {
       if (err instanceof WaitingError || err instanceof DelayedError) throw err;
-      this.log.warn({ occurrence: job.data.key, err: (err as Error).message }, 'delivery failed; retrying in 1 s');
+      const f = redisFailure(err);
+      this.log.warn({ occurrence: job.data.key, ...f.fields }, `delivery failed: ${f.text}; retrying in 1 s`);
       return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
   }

@@ -34,6 +34,7 @@ import type { Logger } from '../log.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { PlannedOccurrence, Store } from '../redis/store.js';
+import { redisFailure } from '../redis/outage.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
 import { keepFireTimes, type Candidate } from './dispositions.js';
 import { applyWindows } from './windows.js';
@@ -218,7 +219,8 @@ export class Planner {
       this.running = this.tick()
         .catch((err: unknown) => {
           this.counters.errors++;
-          this.log.warn({ err: String((err as Error).message ?? err) }, 'planning failed; retrying');
+          const f = redisFailure(err);
+          this.log.warn(f.fields, `planning failed: ${f.text}; retrying`);
         })
         .finally(() => {
           this.running = undefined;

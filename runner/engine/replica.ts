@@ -27,6 +27,7 @@ import { Planner } from './planner.js';
 import { OutboxDeliverer } from '../outbox/deliverer.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import type { CompiledSchedule } from '../config/load.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** Clock resynchronisation period. */
 const CLOCK_SYNC_MS = 5_000;
@@ -337,7 +338,10 @@ export class Replica {
         if (s.jumpMs !== undefined) this.log.warn({ jumpMs: s.jumpMs, skewMs: Math.round(s.offsetMs) }, 'Redis clock estimate re-based: a sample disagreed with the previous ones');
         else this.log.debug({ skewMs: Math.round(s.offsetMs), rttMs: s.rttMs }, 'clock sample');
       })
-      .catch((err: Error) => this.log.warn({ err: err.message }, 'clock sync failed'))
+      .catch((err: Error) => {
+        const f = redisFailure(err);
+        this.log.warn(f.fields, `clock sync failed: ${f.text}`);
+      })
       .finally(() => {
         this.syncing = undefined;
         this.checkHostClockBounds();

@@ -217,3 +217,32 @@ export function armBlackoutAbort(s: WindowedSchedule, nowMs: () => number, onOpe
     if (timer) clearTimeout(timer);
   };
 }
+
+/** How far ahead {@link firstRunWithin} looks for a due time that runs: 5 years, in ms. */
+export const NEVER_RUNS_HORIZON_MS = 5 * 365 * 86_400_000;
+/** The most due times {@link firstRunWithin} decides (a per-minute schedule: about 70 days). */
+const MAX_DECIDED = 100_000;
+
+/**
+ * Whether a schedule's calendar and blackouts leave any due time to run: decides its due times from `fromMs`
+ * with {@link windowDisposition} until one runs (delayed counts; skipped and missed do not).
+ * @returns `runs` at the first that runs; `never` with the distinct reasons (e.g. "calendar weekends",
+ *   "blackout deploys") when none within `horizonMs` does, or when the cron has no due time left; `unknown` when
+ *   the {@link MAX_DECIDED} due times looked at end before the horizon (a frequent schedule: not decided here).
+ */
+export function firstRunWithin(
+  s: WindowedSchedule,
+  fromMs: number,
+  horizonMs: number = NEVER_RUNS_HORIZON_MS,
+): { verdict: 'runs' | 'unknown' } | { verdict: 'never'; reasons: string[] } {
+  if (!s.windows) return { verdict: 'runs' };
+  const reasons = new Set<string>();
+  let n = s.due.next(fromMs);
+  for (let seen = 0; n !== null && n <= fromMs + horizonMs; n = s.due.next(n), seen++) {
+    if (seen >= MAX_DECIDED) return { verdict: 'unknown' };
+    const d = windowDisposition(s, n, fireTimeMs(s.name, n, s.jitterMs));
+    if (d.disposition === 'run') return { verdict: 'runs' };
+    reasons.add(d.reason.replace(/ \(.*\)$/s, '').replace(/ until .*$/, ''));
+  }
+  return { verdict: 'never', reasons: [...reasons] };
+}

@@ -23,6 +23,7 @@ import type { Keyspace } from '../redis/keys.js';
 import { deliveriesFor, messageId, parseEntry, type Delivery, type OutboxEntry, type OutboxSchedule } from '../notify/events.js';
 import { sendDelivery } from '../notify/send.js';
 import { OutboxStore, type RawEntry } from './store.js';
+import { redisFailure } from '../redis/outage.js';
 
 /** Tuning of a deliverer. Durations in ms. */
 export interface DelivererOptions {
@@ -165,7 +166,10 @@ export class OutboxDeliverer {
   private begin(raw: RawEntry): void {
     if (this.inFlight.has(raw.id)) return;
     const p = this.process(raw)
-      .catch((err: Error) => this.log.warn({ entry: raw.id, err: err.message }, 'outbox entry not processed; it stays pending'))
+      .catch((err: Error) => {
+        const f = redisFailure(err);
+        this.log.warn({ entry: raw.id, ...f.fields }, `outbox entry not processed (${f.text}); it stays pending`);
+      })
       .finally(() => this.inFlight.delete(raw.id));
     this.inFlight.set(raw.id, p);
   }

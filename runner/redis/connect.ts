@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { trackConnection } from './outage.js';
 import { Scripts } from './script-loader.js';
 import { parseRedisUrl, type RedisEndpoint } from './url.js';
 
@@ -95,7 +96,7 @@ export type RedisRole = 'commands' | 'worker' | 'oneshot';
  * One connection to `url` (any form of url.ts).
  * @throws RedisUrlError (bad URL, message redacted) or RedisTlsError.
  */
-export function connectRedis(url: string, name: string, role: RedisRole, files: RedisTlsFiles = {}): RedisClient {
+export function connectRedis(url: string, name: string, role: RedisRole, files: RedisTlsFiles = {}, answerTimeoutMs?: number): RedisClient {
   const e = parseRedisUrl(url);
   const tls = tlsOptions(e, files);
   // commands: a command waits for at most one reconnect, then fails (its caller retries on its own schedule).
@@ -110,6 +111,9 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   const retry = role === 'oneshot' ? oneShotRetryStrategy : retryStrategy;
   // A one-shot command must not wait ioredis's 10 s per attempt for a host that does not answer.
   const connectTimeout = role === 'oneshot' ? { connectTimeout: ONESHOT_CONNECT_TIMEOUT_MS } : {};
+  // A server that accepts the connection but never answers (paused, wedged) must not hold a command forever:
+  // every command, queued or sent, fails with "Command timed out" after this long.
+  const commandTimeout = answerTimeoutMs !== undefined ? { commandTimeout: answerTimeoutMs } : {};
   const auth: Pick<RedisOptions, 'username' | 'password'> = {};
   if (e.username) auth.username = e.username;
   if (e.password) auth.password = e.password;
@@ -117,17 +121,18 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
   if (e.mode === 'cluster') {
     const { enableAutoPipelining, ...nodeRequest } = perRequest;
     const opts: ClusterOptions = {
-      redisOptions: { ...auth, ...nodeRequest, ...connectTimeout, connectionName: name, ...(tls ? { tls } : {}) },
+      redisOptions: { ...auth, ...nodeRequest, ...connectTimeout, ...commandTimeout, connectionName: name, ...(tls ? { tls } : {}) },
       clusterRetryStrategy: retry,
       enableOfflineQueue: true,
       enableAutoPipelining: enableAutoPipelining ?? false,
     };
-    return withScripts(new Cluster(e.nodes, opts));
+    return prepared(new Cluster(e.nodes, opts), e);
   }
   const common: RedisOptions = {
     ...auth,
     ...perRequest,
     ...connectTimeout,
+    ...commandTimeout,
     db: e.db,
     connectionName: name,
     retryStrategy: retry,
@@ -137,7 +142,7 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
     ...(tls ? { tls } : {}),
   };
   if (e.mode === 'sentinel') {
-    return withScripts(refuseMissingDb(e, new Redis({
+    return prepared(refuseMissingDb(e, new Redis({
       ...common,
       sentinels: e.nodes,
       name: e.masterName!,
@@ -148,17 +153,19 @@ export function connectRedis(url: string, name: string, role: RedisRole, files: 
       sentinelRetryStrategy: retry,
       // Follow a failover as soon as the sentinels announce it, not only when the old master's socket drops.
       failoverDetector: true,
-    })));
+    })), e);
   }
-  return withScripts(refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port })));
+  return prepared(refuseMissingDb(e, new Redis({ ...common, host: e.nodes[0]!.host, port: e.nodes[0]!.port })), e);
 }
 
 /**
- * Defines cronflock's scripts on a new connection before anything uses it: with auto-pipelining, a script
- * defined later could miss the pipeline ioredis has open for the current tick (script-loader.ts).
+ * Readies a new connection before anything uses it: defines cronflock's scripts (with auto-pipelining, a script
+ * defined later could miss the pipeline ioredis has open for the current tick; script-loader.ts), and registers
+ * it so that log lines about its failed commands can say which Redis and since when (outage.ts).
  */
-function withScripts<C extends RedisClient>(client: C): C {
+function prepared<C extends RedisClient>(client: C, e: RedisEndpoint): C {
   Scripts.on(client);
+  trackConnection(client, e.redacted);
   return client;
 }
 
@@ -185,9 +192,12 @@ export function connectCommands(url: string, name: string, tls?: RedisTlsFiles):
   return connectRedis(url, name, 'commands', tls);
 }
 
-/** A connection for a one-shot command (the CLI): like {@link connectCommands}, but gives up within about 1 s. */
-export function connectOneShot(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
-  return connectRedis(url, name, 'oneshot', tls);
+/**
+ * A connection for a one-shot command (the CLI): like {@link connectCommands}, but gives up connecting within
+ * about 1 s, and each command after `answerTimeoutMs` without an answer ("Command timed out").
+ */
+export function connectOneShot(url: string, name: string, tls: RedisTlsFiles | undefined, answerTimeoutMs: number): RedisClient {
+  return connectRedis(url, name, 'oneshot', tls, answerTimeoutMs);
 }
 
 /** A connection for BullMQ's Worker (blocking commands; `maxRetriesPerRequest: null` as BullMQ requires). */

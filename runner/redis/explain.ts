@@ -115,6 +115,19 @@ export function explainRedisError(err: unknown, connectionErrors: readonly strin
   return { message: 'Redis is not reachable', hint: 'check --redis / REDIS_URL, and that Redis runs' };
 }
 
+/**
+ * A server that took the connection (TCP, and TLS when used) but answered nothing within `timeoutS` seconds:
+ * paused (SIGSTOP, a debugger), wedged by a long script or command, or not Redis at all.
+ */
+export function noAnswerProblem(timeoutS: number): RedisProblem {
+  return {
+    message: `Redis accepted the connection but did not answer within ${timeoutS} s`,
+    hint:
+      'is the server paused, overloaded or busy with a long command (redis-cli --latency, SLOWLOG GET), and is it Redis ' +
+      'that listens on that port? If it is only slow, raise --redis-timeout (CRONFLOCK_REDIS_TIMEOUT)',
+  };
+}
+
 /** `message` and, when there is one, `hint: …` on the next line. */
 export function formatRedisProblem(p: RedisProblem): string {
   return p.hint ? `${p.message}\n  hint: ${p.hint}` : p.message;

@@ -11,6 +11,7 @@
  * A renewal that fails (Redis briefly away) is logged and tried again soon (within 250 ms) while the lease lasts.
  * Timers are unref'd: a held lease alone never keeps a process alive.
  */
+import { redisFailure } from './outage.js';
 
 /** What a lease logs: a failed renewal, at warn (a pino logger, or a job's logger, satisfies it). */
 export interface LeaseLogger {
@@ -121,7 +122,8 @@ export class HeldLease<E extends Error = Error> {
         return;
       }
     } catch (err) {
-      this.o.log?.warn({ err: (err as Error).message }, 'lease renewal failed; retrying until the lease lapses');
+      const f = redisFailure(err);
+      this.o.log?.warn(f.fields, `lease renewal failed: ${f.text}; retrying until the lease lapses`);
       if (!this.ended) this.scheduleRenew(true);
       return;
     }

@@ -10,6 +10,9 @@ type Unit = keyof typeof UNIT_MS;
 const ORDER: readonly Unit[] = ['d', 'h', 'm', 's', 'ms'];
 const PART = /(\d+)(ms|d|h|m|s)/y;
 
+/** Longest duration that is an exact whole number of ms (Number.MAX_SAFE_INTEGER). */
+export const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
+
 /** Why a duration string was refused; `message` says how to write it. */
 export class DurationError extends Error {
   readonly code = 'DURATION_INVALID';
@@ -23,7 +26,8 @@ export class DurationError extends Error {
  * Parses a duration such as `1h30m` into milliseconds.
  * @param text the duration as written; `0` alone is accepted and means zero.
  * @returns whole milliseconds, ≥ 0.
- * @throws DurationError when the text is empty, has an unknown unit, repeats a unit or orders units wrongly.
+ * @throws DurationError when the text is empty, has an unknown unit, repeats a unit or orders units wrongly, or
+ *   is longer than {@link MAX_DURATION_MS} (the message says the maximum).
  */
 export function parseDurationMs(text: string): number {
   const s = text.trim();
@@ -50,7 +54,9 @@ export function parseDurationMs(text: string): number {
     total += Number(m[1]) * UNIT_MS[unit];
     pos = PART.lastIndex;
   }
-  if (!Number.isSafeInteger(total)) throw new DurationError(`"${text}" is too long`);
+  if (!Number.isSafeInteger(total) || total > MAX_DURATION_MS) {
+    throw new DurationError(`"${text}" is too long: a duration may be at most ${formatDurationMs(MAX_DURATION_MS)} (${MAX_DURATION_MS} ms, about 285,000 years)`);
+  }
   return total;
 }
 

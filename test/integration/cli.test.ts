@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { listRuns } from '../../runner/records/runs.js';
-import { freePort } from '../../runner/redis/server-process.js';
+import { freePort, RedisServerProcess } from '../../runner/redis/server-process.js';
 import { Flock, sleep, until } from '../support/flock.js';
 import { BIN, ROOT } from '../support/replica.js';
 
@@ -340,6 +340,31 @@ describe('the cronflock command', () => {
       expect(r.status, cmd).toBe(2);
       expect(r.stderr).toMatch(new RegExp(`^cronflock: .*redis://127\\.0\\.0\\.1:${port}: nothing accepts connections there \\(connection refused\\)\n  hint: is Redis running`));
       expect(r.stderr).not.toMatch(/maxRetriesPerRequest|max retries|enableOfflineQueue|Stream isn't writeable/);
+    }
+  });
+
+  it('gives up with the cause when Redis accepts the connection but never answers (a paused server), every Redis command alike', async () => {
+    const srv = await RedisServerProcess.start();
+    process.kill(srv.pid!, 'SIGSTOP');
+    try {
+      const commands = ['status', 'runs', 'audit', 'suspend x --reason test', 'resume x --reason test', 'trigger x', 'backfill x --from 2026-01-01T00:00:00Z --to 2026-01-01T00:05:00Z'];
+      for (const cmd of commands) {
+        const t0 = Date.now();
+        const r = spawnSync(process.execPath, [BIN, ...cmd.split(' '), '--redis', srv.url], {
+          cwd: ROOT,
+          env: { ...process.env, CRONFLOCK_REDIS_TIMEOUT: '2' },
+          encoding: 'utf8',
+          timeout: 30_000, // it hung forever before
+        });
+        expect(r.error, cmd).toBeUndefined();
+        expect(r.status, `${cmd}: ${r.stderr}`).toBe(2);
+        expect(Date.now() - t0, cmd).toBeLessThan(20_000);
+        expect(r.stderr, cmd).toContain(`${srv.url}: Redis accepted`);
+        expect(r.stderr, cmd).toMatch(/Redis accepted the connection but did not answer within 2 s\n {2}hint: is the server paused.*--redis-timeout/);
+      }
+    } finally {
+      process.kill(srv.pid!, 'SIGCONT');
+      await srv.stop();
     }
   });
 

@@ -73,6 +73,30 @@ describe('Redis restart', () => {
   });
 });
 
+describe('Redis outage in the log', () => {
+  let flock: Flock;
+  afterEach(() => flock?.close());
+
+  it('says in words which Redis is unreachable since when, never the client internals, in every failure line', async () => {
+    flock = await Flock.start();
+    const file = flock.writeSchedules(`schedules:\n  - { name: tick, cron: "* * * * * *", job: { kind: http, url: ${flock.receiver.url}/tick, timeout: 5s } }\n`);
+    const r = await flock.startReplica({ name: 'r1', schedules: file, args: ['--tick', '200ms'] });
+    const downAt = Date.now();
+    await flock.redis.stop('SIGTERM');
+    const planning = await r.waitForLog((l) => /^planning failed/.test(l.msg ?? ''), 20_000, 'planning failed');
+    const url = flock.redis.url;
+    expect(planning.msg).toMatch(new RegExp(`^planning failed: Redis ${url.replace(/[.]/g, '\\.')} unreachable since (\\S+) \\(nothing accepts connections there \\(connection refused\\)\\); retrying$`));
+    const since = Date.parse(String(planning.unreachableSince));
+    expect(since).toBeGreaterThanOrEqual(downAt - 1000);
+    expect(planning).toMatchObject({ redis: url, hint: expect.stringMatching(/is Redis running/) });
+    await sleep(2000); // more ticks, renewals, clock syncs fail meanwhile
+    const failures = r.lines.filter((l) => Number(l.level) >= 40 && l.time !== undefined && Date.parse(String(l.time)) >= downAt);
+    expect(failures.length).toBeGreaterThan(1);
+    for (const l of failures) expect(JSON.stringify(l)).not.toMatch(/enableOfflineQueue|Stream isn't writeable|maxRetriesPerRequest|max retries per request|Connection is closed/);
+    await flock.redis.restart();
+  });
+});
+
 describe('writes Redis acknowledged and then lost', () => {
   let flock: Flock;
   afterEach(() => flock?.close());
