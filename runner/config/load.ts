@@ -32,6 +32,7 @@ import { ConfigError, fieldPath, type ConfigErrorCode } from './errors.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
 import { attachWindows, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
+import type { GroupLimits, RateLimit } from './groups-schema.js';
 import {
   jobSchema,
   scheduleFileSchema,
@@ -100,6 +101,11 @@ export interface CompiledSchedule {
   blackouts?: BlackoutEntry[];
   /** The compiled calendar and blackouts (runner/config/calendars.ts); absent when the schedule has neither. */
   windows?: ScheduleWindows;
+  /** The `group:` as written (absent: none) and that group's limits (from the file's `groups:`). */
+  group?: string;
+  groupLimits?: GroupLimits;
+  /** The schedule's own `rateLimit:` (`per` in ms); absent: none. */
+  rateLimit?: RateLimit;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */
@@ -720,7 +726,7 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator,
         },
       ];
     }
-    return [{ code, path, reason: issue.message }];
+    return [{ code, path, reason: issue.message, ...(typeof params.hint === 'string' ? { hint: params.hint } : {}) }];
   }
 
   return [{ code: 'SCHEMA_INVALID', path, reason: issue.message }];

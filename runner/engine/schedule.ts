@@ -3,6 +3,7 @@ import type { DueTimes } from '../schedule/cron.js';
 import type { DispositionPolicy } from './dispositions.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from './windows.js';
+import type { GroupLimits, RateLimit } from '../config/groups-schema.js';
 
 /** A compiled schedule as the planner and the executor use it. Durations in ms. */
 export interface EngineSchedule extends DispositionPolicy {
@@ -32,6 +33,10 @@ export interface EngineSchedule extends DispositionPolicy {
   signing?: SigningConfig;
   /** Calendar and blackout windows (windows.ts); absent: every day, no blackouts. */
   windows?: ScheduleWindows;
+  /** The concurrency group the schedule is in, with the group's limits (absent: none). redis/scripts/groups.ts. */
+  groupLimits?: GroupLimits;
+  /** This schedule's own rate limit (absent: none), besides its group's. */
+  rateLimit?: RateLimit;
   /** The job block after validation and compilation (`kind` selects the job kind). */
   job: { kind: string };
 }
