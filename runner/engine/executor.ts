@@ -282,6 +282,7 @@ export class Executor {
         origin: d.origin ?? 'schedule',
         concurrencyPolicy: sched.concurrencyPolicy,
         maxConcurrent: sched.maxConcurrent,
+        gates: { group: sched.groupLimits, rateLimit: sched.rateLimit }, // [groups]
       });
       if (claim.status === 'early') {
         // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.

@@ -5,6 +5,7 @@ import type { RedisClient } from './connect.js';
 import type { Keyspace } from './keys.js';
 import { backfillAdmitScript, backfillCancelScript, backfillEnqueueScript } from './scripts/backfill.js';
 import { claimScript, enqueueManualScript } from './scripts/claim.js';
+import type { GroupLimits, RateLimit } from '../config/groups-schema.js';
 import { abandonScript, finishScript, releaseScript, renewScript, sweepScript } from './scripts/lease.js';
 import { heartbeatScript } from './scripts/membership.js';
 import { planScript } from './scripts/plan.js';
@@ -129,6 +130,26 @@ export interface ClaimRequest {
   concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
   /** null: no limit. */
   maxConcurrent: number | null;
+  /** [groups] The schedule's concurrency group and rate limits (absent: none); see scripts/groups.ts. */
+  gates?: ClaimGates;
+}
+
+/** What a claim must pass besides the concurrency policy: the schedule's group and rate limits. */
+export interface ClaimGates {
+  group?: GroupLimits;
+  rateLimit?: RateLimit;
+}
+
+/** [groups] The gate arguments of the claim script (scripts/groups.ts: a count, then 7 values per gate). */
+function gateArgs(k: Keyspace, schedule: string, g: ClaimGates | undefined): (string | number)[] {
+  const out: (string | number)[] = [0];
+  const add = (label: string, keys: { waiting: string; holders: string; rate: string }, maxConcurrent: number | null, rate: RateLimit | null | undefined): void => {
+    out[0] = (out[0] as number) + 1;
+    out.push(label, keys.waiting, maxConcurrent === null ? '' : keys.holders, maxConcurrent ?? -1, rate ? keys.rate : '', rate?.max ?? 0, rate?.perMs ?? 0);
+  };
+  if (g?.group) add(`group ${g.group.name}`, k.gate('group', g.group.name), g.group.maxConcurrent, g.group.rateLimit);
+  if (g?.rateLimit) add(`rate limit of ${schedule}`, k.gate('schedule', schedule), null, g.rateLimit);
+  return out;
 }
 
 /** Result of {@link Store.finish}. */
@@ -215,6 +236,7 @@ export class Store {
       r.origin,
       r.concurrencyPolicy,
       r.maxConcurrent ?? -1,
+      ...gateArgs(k, r.schedule, r.gates), // [groups]
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
@@ -240,8 +262,8 @@ export class Store {
       case 'failed':
         return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
       case 'missed':
-        // The claim script records this one reason with it (scripts/claim.ts: the starting deadline).
-        return { status: 'missed', reason: 'starting deadline exceeded' };
+        // The starting deadline, with the group or rate limit it waited for (scripts/claim.ts).
+        return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
       case 'stale':
       case 'paused':
       case 'stalled-out':

@@ -1,4 +1,5 @@
 import { LUA_PRELUDE } from './lua.js';
+import { GATES_LUA } from './groups.js';
 
 /**
  * claim: take an occurrence to run it. The one place where "at most one live claimant" and the concurrency
@@ -31,15 +32,18 @@ import { LUA_PRELUDE } from './lua.js';
  * ARGV[1] replica, ARGV[2] lockMs, ARGV[3] horizonMs, ARGV[4] retentionMs, ARGV[5] schedule, ARGV[6] dueMs,
  * ARGV[7] fireMs, ARGV[8] occurrence key, ARGV[9] startingDeadlineMs (-1: none), ARGV[10] earlyToleranceMs,
  * ARGV[11] maxStalls, ARGV[12] origin (schedule | manual | backfill | resume), ARGV[13] concurrency policy
- * (Allow | Forbid | Replace), ARGV[14] maxConcurrent (-1: no limit)
+ * (Allow | Forbid | Replace), ARGV[14] maxConcurrent (-1: no limit), ARGV[15…] the gates (concurrency groups
+ * and rate limits, scripts/groups.ts: a count, then 7 values per gate)
  * Returns one of:
  *   {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
  *                                 leaseUntil; the triples are older occurrences it ended failed: replaced
  *   {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
- *   {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
+ *   {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy, a group or a
+ *                                 rate limit says wait (who: the gate's label, e.g. "group cluster-prod")
  *   {'final', state}              already finished: nothing to do
  *   {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
- *   {'missed'}                    recorded missed: it can no longer start within its starting deadline
+ *   {'missed', reason}            recorded missed: it can no longer start within its starting deadline (the
+ *                                 reason names the group or rate limit it waited for, if any)
  *   {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
  *   {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
  *   {'failed', reason, error}     recorded failed: it had started, and a newer occurrence replaces it (Replace)
@@ -49,6 +53,7 @@ export const claimScript = {
   name: 'cronflockClaim',
   numberOfKeys: 7,
   lua: `${LUA_PRELUDE}
+${GATES_LUA}
 local occKey = KEYS[1]
 local replica, lockMs, horizonMs, retentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local schedule, dueMs, fireMs, key = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -78,8 +83,12 @@ if state == 'scheduled' and origin == 'schedule' then
     return {'skipped', 'suspended'}
   end
   if deadlineMs >= 0 and now > fireMs + deadlineMs then
-    finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs, KEYS[2], key)
-    return {'missed'}
+    local why = 'starting deadline exceeded'
+    -- [groups] the reason names the group or rate limit it waited for (scripts/groups.ts)
+    local w = rcall('HMGET', occKey, 'waitingFor', 'waitSince')
+    if w[1] then why = why .. ': waited for ' .. w[1] .. ' ' .. string.format('%.1f s', (now - tonumber(w[2] or now)) / 1000) end
+    finalize(occKey, 'missed', why, retentionMs, KEYS[2], key)
+    return {'missed', why}
   end
 end
 if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', KEYS[6], schedule) == 1 then
@@ -143,6 +152,12 @@ if #others > 0 then
     return {'held', 250, others[1]}
   end
 end
+
+-- [groups] a concurrency group's slot and a rate limit's start, granted atomically with this claim
+-- (scripts/groups.ts); before the stall count, so a claim the gates hold back counts no stall.
+local gateHeld = passGates(readGates(15), occKey, key, fireMs, (state == 'scheduled' and origin == 'schedule') and deadlineMs or -1,
+  occPrefix, KEYS[2], retentionMs, lockMs)
+if gateHeld then return gateHeld end
 
 if state == 'running' and rec[4] ~= '1' then
   -- The previous claimant's lease ran out without a release: it stalled (killed, stopped, partitioned).
