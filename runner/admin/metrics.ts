@@ -67,6 +67,8 @@ export class Metrics {
   private readonly delayed: Counter<'schedule' | 'reason'>;
   private readonly claims: Counter<'schedule' | 'kind'>;
   private readonly lateness: Histogram<'schedule'>;
+  private readonly gateWait: Histogram<'schedule' | 'gate'>;
+  private readonly groupWaiting: Gauge<'group'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
   private readonly backfill: Gauge<'schedule' | 'state'>;
@@ -119,6 +121,19 @@ export class Metrics {
       help: 'Start of the first attempt after the fire time, on the Redis clock',
       labelNames: ['schedule'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [r],
+    });
+    this.gateWait = new Histogram({
+      name: 'cronflock_gate_wait_seconds',
+      help: 'How long a claim taken by this replica waited for a concurrency group slot or a rate limit (gate="group <name>" or "rate limit of <schedule>" / "rate limit of group <name>") before it started',
+      labelNames: ['schedule', 'gate'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [r],
+    });
+    this.groupWaiting = new Gauge({
+      name: 'cronflock_group_waiting',
+      help: 'Occurrences waiting for a slot or a start of a concurrency group, flock-wide, as of the latest read (the groups of the schedules this replica runs)',
+      labelNames: ['group'],
       registers: [r],
     });
     this.active = new Gauge({
@@ -215,6 +230,12 @@ export class Metrics {
     }
   }
 
+  /** Sets the flock-wide group-waiting gauge from the admin cache's latest read (group → waiting occurrences). */
+  setGroupWaiting(counts: ReadonlyMap<string, number>): void {
+    this.groupWaiting.reset();
+    for (const [group, n] of counts) this.groupWaiting.set({ group }, n);
+  }
+
   /** Sets the flock-wide backfill gauge from the admin cache's latest read (schedule → counts). */
   setBackfill(counts: ReadonlyMap<string, BackfillCount>): void {
     this.backfill.reset();
@@ -252,6 +273,7 @@ export class Metrics {
       case 'started':
         this.claims.inc({ schedule: e.schedule, kind: (e.attempt ?? 1) > 1 ? 'reclaim' : 'first' });
         if ((e.attempt ?? 1) === 1 && e.startMs !== undefined) this.lateness.observe({ schedule: e.schedule }, Math.max(0, e.startMs - e.fireMs) / 1000);
+        if (e.waited) this.gateWait.observe({ schedule: e.schedule, gate: e.waited.gate }, e.waited.ms / 1000);
         break;
       case 'succeeded':
       case 'failed':

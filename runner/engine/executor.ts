@@ -62,10 +62,17 @@ export interface RunEvent {
   error?: string;
   /** For a lost claim: whether its late completion was refused. */
   recorded?: boolean;
+  /** [groups] On 'started': the gate (a concurrency group, a rate limit) this claim waited for, and how long (ms). */
+  waited?: { gate: string; ms: number };
 }
 
 interface ActiveRun {
   holder: ClaimHolder;
+}
+
+/** [groups] Whether a claim was held by a gate (a concurrency group or a rate limit: scripts/groups.ts labels). */
+function isGate(holder: string): boolean {
+  return holder.startsWith('group ') || holder.startsWith('rate limit of ');
 }
 
 /** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
@@ -87,6 +94,8 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
 export class Executor {
   private workers: Worker<OccurrenceJobData>[] = [];
   private readonly stopping = new AbortController();
+  /** [groups] Deliveries here waiting for a slot of a concurrency group: woken when a run of it ends here. */
+  private readonly groupWaiters = new Map<string, Set<() => void>>();
   private readonly active = new Map<string, ActiveRun>();
   private schedules = new Map<string, EngineSchedule>();
   /** Listeners of finished runs (tests, demo). */
@@ -264,6 +273,7 @@ export class Executor {
     if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, d.fireMs - o.prefetchMs);
     await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
     let claim;
+    let gateWait: { gate: string; sinceMono: number } | undefined; // [groups]
     for (;;) {
       if (this.stopping.signal.aborted) return this.giveBack(job, token);
       const sentMono = performance.now();
@@ -289,6 +299,11 @@ export class Executor {
         if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
         await sleep(claim.waitMs + 1, this.stopping.signal);
       }
+      else if (claim.status === 'held' && isGate(claim.holder)) {
+        // [groups] Wait for a slot or a start: a run of the group ending here wakes us; otherwise a short timer.
+        gateWait ??= { gate: claim.holder, sinceMono: sentMono };
+        await this.waitForGate(sched.groupLimits?.name, Math.min(claim.waitMs + 5, o.lockMs));
+      }
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
         for (const r of claim.replaced) {
@@ -304,7 +319,8 @@ export class Executor {
           await this.store.release(d.key, claim.token, 'claim answered after half its lease', o.lockMs).catch(() => false);
           continue;
         }
-        return this.run(job, token, sched, kind, claim, sentMono);
+        const waited = gateWait ? { gate: gateWait.gate, ms: Math.round(performance.now() - gateWait.sinceMono) } : undefined;
+        return this.run(job, token, sched, kind, claim, sentMono, waited);
       } else if (claim.status === 'failed') {
         this.log.warn({ occurrence: d.key, reason: claim.reason, error: claim.error }, 'run replaced before its retry; recorded failed');
         this.emit({ ...base, state: 'failed', error: claim.error });
@@ -326,6 +342,7 @@ export class Executor {
     kind: NonNullable<ReturnType<typeof findJobKind>>,
     claim: { token: number; attempt: number; nowMs: number },
     sentMono: number,
+    waited?: { gate: string; ms: number },
   ): Promise<unknown> {
     const d = job.data;
     const o = this.opts;
@@ -367,10 +384,10 @@ export class Executor {
       startMs: claim.nowMs,
     };
     log.info(
-      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs },
+      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs, ...(waited ? { waited: `${waited.gate} ${(waited.ms / 1000).toFixed(1)} s` } : {}) },
       'run started',
     );
-    this.emit({ ...base, state: 'started' });
+    this.emit({ ...base, state: 'started', ...(waited ? { waited } : {}) });
     const settled = Promise.resolve()
       .then(() => kind.run(ctx, sched.job))
       .then(
@@ -428,7 +445,33 @@ export class Executor {
       disarmBlackout();
       holder.close();
       this.active.delete(job.id!);
+      if (sched.groupLimits) this.wakeGroup(sched.groupLimits.name); // [groups] its slot is free: the next waiter asks now
     }
+  }
+
+  /** [groups] Waits `ms`, or less when a run of `group` ends here, or the replica stops. */
+  private waitForGate(group: string | undefined, ms: number): Promise<void> {
+    if (group === undefined) return sleep(ms, this.stopping.signal);
+    return new Promise((resolve) => {
+      const waiters = this.groupWaiters.get(group) ?? new Set<() => void>();
+      this.groupWaiters.set(group, waiters);
+      const signal = this.stopping.signal;
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.groupWaiters.delete(group);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** [groups] Wakes the deliveries here that wait for a slot of `group`. */
+  private wakeGroup(group: string): void {
+    for (const wake of [...(this.groupWaiters.get(group) ?? [])]) wake();
   }
 
   /**
