@@ -47,7 +47,8 @@ local function readGates(base)
   return gates
 end
 
--- Free slots (concurrency) and free starts (rate) of a gate now, and how long to wait when there are none.
+-- Free slots (concurrency) and free starts (rate) of a gate now, how long to wait when there are none, and
+-- whether the rate limit is the tighter of the two.
 local function gateFree(g, occPrefix)
   local free, waitMs, byRate = 1000000000, ${GATE_RETRY_MS}, false
   if g.holders ~= '' and g.maxConcurrent >= 0 then
@@ -61,9 +62,9 @@ local function gateFree(g, occPrefix)
   if g.rate ~= '' then
     rcall('ZREMRANGEBYSCORE', g.rate, '-inf', now - g.perMs)
     local rateFree = g.rateMax - rcall('ZCARD', g.rate)
-    if rateFree < free then free = rateFree end
+    -- the rate limit is what holds a waiter back when it leaves no more room than the slots do
+    if rateFree <= free then free = rateFree; byRate = true end
     if rateFree <= 0 then
-      byRate = true
       local oldest = rcall('ZRANGE', g.rate, 0, 0, 'WITHSCORES')
       waitMs = math.max(1, tonumber(oldest[2]) + g.perMs - now + 1)
     end
@@ -115,7 +116,7 @@ local function passGates(gates, occKey, key, fireMs, deadlineMs, occPrefix, pend
     local free, w, byRate = gateFree(g, occPrefix)
     if not gateAdmits(g, key, free, occPrefix, pendingKey, retentionMs, lockMs) then
       -- a group refused by its own rate limit says so: "rate limit of group X"
-      if not refusedBy then refusedBy = (byRate and g.holders ~= '') and ('rate limit of ' .. g.label) or g.label end
+      if not refusedBy then refusedBy = (byRate and string.sub(g.label, 1, 6) == 'group ') and ('rate limit of ' .. g.label) or g.label end
       if w > waitMs then waitMs = w end
     end
   end
