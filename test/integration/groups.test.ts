@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Flock, sleep } from '../support/flock.js';
 import type { Delivery } from '../support/receiver.js';
+import { sumMetric } from '../support/metrics.js';
 
 /** The most deliveries of `schedules` in flight at once at the receiver (arrival to answer or abort). */
 function maxInFlight(deliveries: readonly Delivery[], nowMs: number): number {
@@ -79,8 +80,12 @@ ${names
       }
     }
     expect(problems).toEqual([]);
-    // Waiting is recorded: some run started late because of the group, and says so.
+    // Waiting is recorded: some run started late because of the group, and says so, and the metrics count it.
     expect([...runs.values()].some((r) => /^group cluster-prod \d+\.\d s$/.test(r.waited ?? ''))).toBe(true);
+    const live = flock.replicas.filter((r) => r.name !== victimName);
+    const texts = await Promise.all(live.map(async (r) => (await fetch(`${r.adminUrl}/metrics`)).text()));
+    expect(sumMetric(texts, 'cronflock_gate_wait_seconds_count', { gate: 'group cluster-prod' })).toBeGreaterThan(0);
+    expect(texts.every((t) => /^cronflock_group_waiting\{[^}]*group="cluster-prod"[^}]*\} \d+$/m.test(t))).toBe(true);
   });
 });
 
