@@ -110,6 +110,20 @@ describe('concurrency group', () => {
     expect(rec.state).toBe('missed');
     expect(rec.reason).toMatch(/^starting deadline exceeded: waited for group cluster-prod/);
   });
+
+  it('passes over a waiter whose delivery stopped asking (its replica died) once a lease length has passed', async () => {
+    const t = (await redisNow()) - 10_000;
+    claimed(await store.claim(req('a', t, { lockMs: 10_000 })));
+    const b = req('b', t + 1, { lockMs: 10_000 });
+    claimed(await store.claim(b));
+    const c = req('c', t + 2), d = req('d', t + 3); // lockMs 1000
+    expect(await store.claim(c)).toMatchObject({ status: 'held' }); // c's replica then dies: c never asks again
+    await store.release(b.key, 1, 'test: slot freed', 10_000);
+    expect(await store.claim(d)).toMatchObject({ status: 'held' }); // c asked within the lease length: its turn
+    await sleep(1200);
+    claimed(await store.claim(d));
+    expect(await redis.zrange(keys.gate('group', 'cluster-prod').waiting, 0, -1)).toEqual([c.key]); // c keeps its place
+  });
 });
 
 describe('rate limit', () => {
