@@ -311,6 +311,8 @@ export class Metrics {
 export function reasonLabel(reason: string): string {
   const delayed = /^(?:starting deadline exceeded \()?delayed: (blackout .*) until /.exec(reason);
   if (delayed) return reason.startsWith('starting') ? 'starting deadline exceeded (blackout delay)' : delayed[1]!.slice(0, 60);
+  // [groups] without the seconds waited: one series per group or rate limit (redis/scripts/groups.ts)
+  if (reason.startsWith('starting deadline exceeded: waited for ')) return reason.replace(/ \d+(\.\d+)? s$/, '').slice(0, 80);
   if (reason.startsWith('overlap')) return 'overlap';
   if (reason.startsWith('superseded')) return 'superseded';
   if (reason.startsWith('catch-up')) return 'catch-up';
