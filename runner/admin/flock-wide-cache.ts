@@ -15,7 +15,8 @@
  * - At the start of each pass: the flock's backfill backlog per schedule (runner/records/backfill.ts), a few
  *   commands proportional to the schedules with a backfill and the admitted ones (bounded by
  *   `--backfill-concurrency`), not to all schedules; and, when `readQueues` is given, the queues' job counts
- *   (a few commands: BullMQ's `getJobCounts`).
+ *   (a few commands: BullMQ's `getJobCounts`); and the waiting occurrences of each concurrency group of this
+ *   replica's schedules (one ZCARD per group, pipelined).
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
@@ -89,6 +90,10 @@ export class FlockWideCache {
   backfill: ReadonlyMap<string, BackfillCount> = new Map();
   /** Called with the queues' job counts read at each pass start. */
   onQueues: ((queues: ReadonlyMap<string, QueueCounts>) => void) | undefined;
+  /** Waiting occurrences per concurrency group of `groups` (ZCARD of each group's waiting set), read at each pass start. */
+  onGroupWaiting: ((counts: ReadonlyMap<string, number>) => void) | undefined;
+  /** The concurrency groups to read for {@link onGroupWaiting} (this replica's schedules' groups). */
+  groups: (() => readonly string[]) | undefined;
   /** Called with the backlog read at each pass start. */
   onBackfill: ((counts: ReadonlyMap<string, BackfillCount>) => void) | undefined;
   /** Called with the values of each complete pass (and awaited: the metrics build their text from them). */
@@ -174,6 +179,17 @@ export class FlockWideCache {
         this.onBackfill?.(this.backfill);
       } catch {
         /* keep the last values; the next pass tries again */
+      }
+      const groups = this.groups?.() ?? [];
+      if (groups.length > 0) {
+        try {
+          const p = this.redis.pipeline();
+          for (const g of groups) p.zcard(this.keys.gate('group', g).waiting);
+          const out = (await this.bounded(p.exec())) ?? [];
+          this.onGroupWaiting?.(new Map(groups.map((g, i) => [g, Number(out[i]?.[1] ?? 0)])));
+        } catch {
+          /* as above */
+        }
       }
       if (this.readQueues) {
         try {

@@ -66,6 +66,8 @@ export class Metrics {
   private readonly delayed: Counter<'schedule' | 'reason'>;
   private readonly claims: Counter<'schedule' | 'kind'>;
   private readonly lateness: Histogram<'schedule'>;
+  private readonly gateWait: Histogram<'schedule' | 'gate'>;
+  private readonly groupWaiting: Gauge<'group'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
   private readonly backfill: Gauge<'schedule' | 'state'>;
@@ -118,6 +120,19 @@ export class Metrics {
       help: 'Start of the first attempt after the fire time, on the Redis clock',
       labelNames: ['schedule'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [r],
+    });
+    this.gateWait = new Histogram({
+      name: 'cronflock_gate_wait_seconds',
+      help: 'How long a claim taken by this replica waited for a concurrency group slot or a rate limit (gate="group <name>" or "rate limit of <schedule>" / "rate limit of group <name>") before it started',
+      labelNames: ['schedule', 'gate'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [r],
+    });
+    this.groupWaiting = new Gauge({
+      name: 'cronflock_group_waiting',
+      help: 'Occurrences waiting for a slot or a start of a concurrency group, flock-wide, as of the latest read (the groups of the schedules this replica runs)',
+      labelNames: ['group'],
       registers: [r],
     });
     this.active = new Gauge({
@@ -214,6 +229,12 @@ export class Metrics {
     }
   }
 
+  /** Sets the flock-wide group-waiting gauge from the admin cache's latest read (group → waiting occurrences). */
+  setGroupWaiting(counts: ReadonlyMap<string, number>): void {
+    this.groupWaiting.reset();
+    for (const [group, n] of counts) this.groupWaiting.set({ group }, n);
+  }
+
   /** Sets the flock-wide backfill gauge from the admin cache's latest read (schedule → counts). */
   setBackfill(counts: ReadonlyMap<string, BackfillCount>): void {
     this.backfill.reset();
@@ -258,6 +279,7 @@ export class Metrics {
       case 'started':
         this.claims.inc({ schedule: e.schedule, kind: (e.attempt ?? 1) > 1 ? 'reclaim' : 'first' });
         if ((e.attempt ?? 1) === 1 && e.startMs !== undefined) this.lateness.observe({ schedule: e.schedule }, Math.max(0, e.startMs - e.fireMs) / 1000);
+        if (e.waited) this.gateWait.observe({ schedule: e.schedule, gate: e.waited.gate }, e.waited.ms / 1000);
         break;
       case 'succeeded':
       case 'failed':
@@ -295,6 +317,8 @@ export class Metrics {
 export function reasonLabel(reason: string): string {
   const delayed = /^(?:starting deadline exceeded \()?delayed: (blackout .*) until /.exec(reason);
   if (delayed) return reason.startsWith('starting') ? 'starting deadline exceeded (blackout delay)' : delayed[1]!.slice(0, 60);
+  // without the seconds waited: one series per group or rate limit (redis/lua/includes/gates.lua)
+  if (reason.startsWith('starting deadline exceeded: waited for ')) return reason.replace(/ \d+(\.\d+)? s$/, '').slice(0, 80);
   if (reason.startsWith('overlap')) return 'overlap';
   if (reason.startsWith('superseded')) return 'superseded';
   if (reason.startsWith('catch-up')) return 'catch-up';

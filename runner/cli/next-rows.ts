@@ -6,6 +6,8 @@ import { windowDisposition, type WindowedSchedule } from '../engine/windows.js';
 import type { DueTimes } from '../schedule/cron.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
 import { localIso } from '../time/local-time.js';
+import { formatDurationMs } from '../time/duration.js';
+import type { GroupLimits, RateLimit } from '../config/groups-schema.js';
 
 /**
  * One upcoming occurrence. `…At` and `windowEnd` are ISO 8601 UTC, `…Local` the same instants in the schedule's
@@ -23,6 +25,24 @@ export interface NextRow {
   state: 'run' | 'skipped' | 'missed';
   /** `calendar holidays`, `blackout freeze`, `delayed: blackout db until …`, or ''. */
   reason: string;
+  /**
+   * For a schedule in a concurrency group or with a rate limit: what its start may wait for at run time
+   * (`group cluster-prod: 2 at once, 10 per 1s`); absent otherwise. Not predicted: it depends on the flock.
+   */
+  mayWait?: string;
+}
+
+/** The limits a schedule's start may wait for (redis/lua/includes/gates.lua), as `cronflock next` shows them. */
+export function gateSummary(s: { groupLimits?: GroupLimits; rateLimit?: RateLimit }): string | undefined {
+  const rate = (r: RateLimit): string => `${r.max} per ${formatDurationMs(r.perMs)}`;
+  const parts: string[] = [];
+  const g = s.groupLimits;
+  if (g) {
+    const limits = [g.maxConcurrent !== null ? `${g.maxConcurrent} at once` : '', g.rateLimit ? rate(g.rateLimit) : ''].filter(Boolean);
+    parts.push(`group ${g.name}: ${limits.join(', ')}`);
+  }
+  if (s.rateLimit) parts.push(`rate limit ${rate(s.rateLimit)}`);
+  return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
 /** The most due times looked at for one schedule when skipped ones are hidden (a calendar may hold few days). */
@@ -35,12 +55,13 @@ export const MAX_SCANNED = 100_000;
  *   last due time looked at, UTC ms, where a further look can start).
  */
 export function nextRows(
-  s: WindowedSchedule & { due: DueTimes; timeZone: string },
+  s: WindowedSchedule & { due: DueTimes; timeZone: string; groupLimits?: GroupLimits; rateLimit?: RateLimit },
   fromMs: number,
   count: number,
   hideSkipped: boolean,
 ): { rows: NextRow[]; truncated: boolean; scannedToMs?: number } {
   const rows: NextRow[] = [];
+  const mayWait = gateSummary(s);
   let t = fromMs;
   for (let scanned = 0; rows.length < count; scanned++) {
     if (scanned >= MAX_SCANNED) return { rows, truncated: true, scannedToMs: t };
@@ -60,6 +81,7 @@ export function nextRows(
       windowEnd: new Date(due + s.jitterMs).toISOString(),
       state: d.disposition,
       reason: d.reason,
+      ...(mayWait !== undefined && d.disposition === 'run' ? { mayWait } : {}),
     });
   }
   return { rows, truncated: false };
@@ -77,7 +99,8 @@ export function truncationNote(schedule: string, found: number, count: number, s
   );
 }
 
-/** The NOTE column: `skipped: calendar holidays`, `delayed: blackout db until …`, or ''. */
+/** The NOTE column: `skipped: calendar holidays`, `delayed: blackout db until …`, `may wait: group …`, or ''. */
 export function noteOf(r: NextRow): string {
-  return r.state === 'run' ? r.reason : `${r.state}: ${r.reason}`;
+  const note = r.state === 'run' ? r.reason : `${r.state}: ${r.reason}`;
+  return r.mayWait ? [note, `may wait: ${r.mayWait}`].filter(Boolean).join('; ') : note;
 }

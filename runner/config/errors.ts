@@ -22,6 +22,7 @@
  * - `CALENDAR_UNKNOWN`: a calendar name that no file of the flock defines (or only a refused file does).
  * - `CALENDAR_CYCLE`: calendars that include or exclude each other in a cycle.
  * - `CALENDAR_INVALID`: a calendar's `.ics` file cannot be read or is not valid iCalendar.
+ * - `GROUP_UNKNOWN`: a schedule's `group:` names no group of its file's `groups:`.
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
@@ -41,7 +42,8 @@ export type ConfigErrorCode =
   | 'CALENDAR_UNKNOWN'
   | 'CALENDAR_CYCLE'
   | 'CALENDAR_INVALID'
-  | 'CALENDAR_NEVER_RUNS';
+  | 'CALENDAR_NEVER_RUNS'
+  | 'GROUP_UNKNOWN';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

@@ -14,6 +14,7 @@ import { ConfigError, fieldPath } from './errors.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
 import { attachWindows, neverRunErrors, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
+import type { GroupLimits, RateLimit } from './groups-schema.js';
 import { scheduleFileSchema, type CatchUpPolicy, type ConcurrencyPolicy, type OnResumePolicy } from './schema.js';
 import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge } from './files.js';
 import { Locator, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
@@ -80,6 +81,11 @@ export interface CompiledSchedule {
   blackouts?: BlackoutEntry[];
   /** The compiled calendar and blackouts (runner/config/calendars.ts); absent when the schedule has neither. */
   windows?: ScheduleWindows;
+  /** The `group:` as written (absent: none) and that group's limits (from the file's `groups:`). */
+  group?: string;
+  groupLimits?: GroupLimits;
+  /** The schedule's own `rateLimit:` (`per` in ms); absent: none. */
+  rateLimit?: RateLimit;
   /** The job kind's compiled parameters, `kind` included; pass to that kind's `run`. */
   job: CompiledJob;
   /** Due times of `cron` in `timeZone`. */

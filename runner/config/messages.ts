@@ -130,7 +130,7 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: L
         },
       ];
     }
-    return [{ code, path, reason: issue.message }];
+    return [{ code, path, reason: issue.message, ...(typeof params.hint === 'string' ? { hint: params.hint } : {}) }];
   }
 
   return [{ code: 'SCHEMA_INVALID', path, reason: issue.message }];

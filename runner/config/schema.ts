@@ -14,6 +14,7 @@ import { formatDurationMs } from '../time/duration.js';
 import { blackoutSchema, calendarSchema, checkBlackouts, scheduleCalendarSchema } from './calendars-schema.js';
 import type { ConfigErrorCode } from './errors.js';
 import { durationMs, positiveDurationMs, timerDurationMs } from '../validate/zod-duration.js';
+import { checkGroupNames, groupsSchema, rateLimitSchema, type GroupLimits } from './groups-schema.js';
 import { cleanupNotifyAlias, heartbeatSchema, notifySchema, signingSchema } from '../notify/config.js';
 
 /** DNS-1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit; ≤ 63 chars. */
@@ -144,6 +145,12 @@ export const scheduleObject = z.strictObject({
     .array(blackoutSchema)
     .optional()
     .describe('Windows in which this schedule starts no run: skip, delay to the window\'s end, or abort (see README "Calendars and blackout windows").'),
+  group: z
+    .string()
+    .min(1, 'must not be empty')
+    .optional()
+    .describe('The concurrency group (a name under groups: of this file) whose limits this schedule shares with the other schedules in it.'),
+  rateLimit: rateLimitSchema.optional(),
   job: jobSchema,
 });
 
@@ -285,6 +292,9 @@ export const scheduleSchema = scheduleObject
     // Left out (undefined) when not set, so that definition hashes of schedules without them do not change.
     calendar: v.calendar,
     blackouts: v.blackouts,
+    // Left out when not set (definition hashes); the group's limits are filled in by the file's transform.
+    ...(v.group !== undefined ? { group: v.group } : {}),
+    ...(v.rateLimit !== undefined ? { rateLimit: { max: v.rateLimit.max, perMs: v.rateLimit.per } } : {}),
     job: v.job,
     due: compiledDue.get(v) ?? compileCron(v.cron, v.timeZone, { hashSeed: v.name }),
   }));
@@ -352,16 +362,26 @@ export const scheduleFileSchema = z
       .min(1, 'must list at least one schedule')
       .optional()
       .describe('The schedules this file defines. Names must be unique across all schedule files.'),
+    groups: groupsSchema.optional(),
   })
   .superRefine(uniqueNames('schedules'), { when: always })
   .superRefine(uniqueNames('calendars'), { when: always })
   .superRefine(checkDefinesSomething, { when: always })
-  .transform((f) => ({ calendars: f.calendars ?? [], schedules: f.schedules ?? [] }))
+  .superRefine(checkGroupNames, { when: always })
+  .transform((f) => ({
+    calendars: f.calendars ?? [],
+    schedules: (f.schedules ?? []).map((s) => (s.group === undefined ? s : { ...s, groupLimits: groupLimits(s.group, f.groups?.[s.group]) })),
+  }))
   .meta({
     title: SCHEDULE_FILE_TITLE,
     description:
       'Schedules for cronflock, the leaderless cron runner. A file (or each *.yaml / *.yml file of a directory) holds a list of named schedules: a cron expression in a time zone, a jitter window, catch-up and deadline policies, calendars and blackout windows, and the job to run; and optionally calendars shared by the whole flock.',
   });
+
+/** A group's limits as the engine takes them (the file check makes sure the group is defined). */
+function groupLimits(name: string, g: { maxConcurrent?: number; rateLimit?: { max: number; per: number } } | undefined): GroupLimits {
+  return { name, maxConcurrent: g?.maxConcurrent ?? null, rateLimit: g?.rateLimit ? { max: g.rateLimit.max, perMs: g.rateLimit.per } : null };
+}
 
 /** A schedule file as written (durations as strings, defaults not yet applied). */
 export type ScheduleFileInput = z.input<typeof scheduleFileSchema>;

@@ -34,6 +34,8 @@ export interface RunEvent {
   error?: string;
   /** For a lost claim: whether its late completion was refused. */
   recorded?: boolean;
+  /** On 'started': the gate (a concurrency group, a rate limit) this claim waited for, and how long (ms). */
+  waited?: { gate: string; ms: number };
 }
 
 /** An occurrence the planner recorded missed or skipped as it planned it (decided on the Redis clock); due time in UTC ms. */

@@ -52,6 +52,11 @@ interface ActiveRun {
   holder: ClaimHolder;
 }
 
+/** Whether a claim was held by a gate (a concurrency group or a rate limit: lua/includes/gates.lua labels). */
+function isGate(holder: string): boolean {
+  return holder.startsWith('group ') || holder.startsWith('rate limit of ');
+}
+
 /** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
 const FIRE_MARGIN_MS = 2;
 
@@ -59,6 +64,8 @@ const FIRE_MARGIN_MS = 2;
 export class Executor {
   private workers: Worker<OccurrenceJobData>[] = [];
   private readonly stopping = new AbortController();
+  /** Deliveries here waiting for a slot of a concurrency group: woken when a run of it ends here. */
+  private readonly groupWaiters = new Map<string, Set<() => void>>();
   private readonly active = new Map<string, ActiveRun>();
   private schedules = new Map<string, CompiledSchedule>();
   private readonly isCurrent: (s: CompiledSchedule) => boolean;
@@ -235,6 +242,7 @@ export class Executor {
     if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, d.fireMs - o.prefetchMs);
     await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
     let claim;
+    let gateWait: { gate: string; sinceMono: number } | undefined;
     for (;;) {
       if (this.stopping.signal.aborted) return this.giveBack(job, token);
       const sentMono = performance.now();
@@ -253,11 +261,17 @@ export class Executor {
         origin: d.origin ?? 'schedule',
         concurrencyPolicy: sched.concurrencyPolicy,
         maxConcurrent: sched.maxConcurrent,
+        gates: { group: sched.groupLimits, rateLimit: sched.rateLimit },
       });
       if (claim.status === 'early') {
         // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.
         if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
         await sleep(claim.waitMs + 1, this.stopping.signal);
+      }
+      else if (claim.status === 'held' && isGate(claim.holder)) {
+        // Wait for a slot or a start: a run of the group ending here wakes us; otherwise a short timer.
+        gateWait ??= { gate: claim.holder, sinceMono: sentMono };
+        await this.waitForGate(sched.groupLimits?.name, Math.min(claim.waitMs + 5, o.lockMs));
       }
       else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
@@ -274,7 +288,8 @@ export class Executor {
           await this.store.release(d.key, claim.token, 'claim answered after half its lease', o.lockMs).catch(() => false);
           continue;
         }
-        return this.run(job, token, sched, kind, claim, sentMono);
+        const waited = gateWait ? { gate: gateWait.gate, ms: Math.round(performance.now() - gateWait.sinceMono) } : undefined;
+        return this.run(job, token, sched, kind, claim, sentMono, waited);
       } else if (claim.status === 'failed') {
         this.log.warn({ occurrence: d.key, reason: claim.reason, error: claim.error }, 'run replaced before its retry; recorded failed');
         this.emit({ ...base, state: 'failed', error: claim.error });
@@ -296,6 +311,7 @@ export class Executor {
     kind: NonNullable<ReturnType<typeof findJobKind>>,
     claim: { token: number; attempt: number; nowMs: number },
     sentMono: number,
+    waited?: { gate: string; ms: number },
   ): Promise<unknown> {
     const d = job.data;
     const o = this.opts;
@@ -337,10 +353,10 @@ export class Executor {
       startMs: claim.nowMs,
     };
     log.info(
-      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs },
+      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs, ...(waited ? { waited: `${waited.gate} ${(waited.ms / 1000).toFixed(1)} s` } : {}) },
       'run started',
     );
-    this.emit({ ...base, state: 'started' });
+    this.emit({ ...base, state: 'started', ...(waited ? { waited } : {}) });
     const settled = Promise.resolve()
       .then(() => kind.run(ctx, sched.job))
       .then(
@@ -398,7 +414,33 @@ export class Executor {
       disarmBlackout();
       holder.close();
       this.active.delete(job.id!);
+      if (sched.groupLimits) this.wakeGroup(sched.groupLimits.name); // its slot is free: the next waiter asks now
     }
+  }
+
+  /** Waits `ms`, or less when a run of `group` ends here, or the replica stops. */
+  private waitForGate(group: string | undefined, ms: number): Promise<void> {
+    if (group === undefined) return sleep(ms, this.stopping.signal);
+    return new Promise((resolve) => {
+      const waiters = this.groupWaiters.get(group) ?? new Set<() => void>();
+      this.groupWaiters.set(group, waiters);
+      const signal = this.stopping.signal;
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.groupWaiters.delete(group);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Wakes the deliveries here that wait for a slot of `group`. */
+  private wakeGroup(group: string): void {
+    for (const wake of [...(this.groupWaiters.get(group) ?? [])]) wake();
   }
 
   /**

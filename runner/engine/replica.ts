@@ -179,6 +179,8 @@ export class Replica {
     const events = p.events ?? new EngineEvents();
     metrics.subscribeTo(events);
     cache.onBackfill = (counts) => metrics.setBackfill(counts);
+    cache.groups = () => [...new Set((r?.running ?? p.schedules).flatMap((s) => (s.groupLimits ? [s.groupLimits.name] : [])))];
+    cache.onGroupWaiting = (counts) => metrics.setGroupWaiting(counts);
     const connectionErrors: string[] = [];
     for (const c of [cmd, wrk]) {
       c.on('error', (err: Error) => {

@@ -64,6 +64,8 @@ export interface RunRecord {
   endMs?: number;
   error?: string;
   result?: string;
+  /** What the start waited for and how long: "group cluster-prod 1.2 s", "rate limit of <schedule> 0.4 s" (redis/lua/includes/gates.lua). */
+  waited?: string;
 }
 
 const num = (v: string | undefined): number | undefined => (v === undefined || v === '' ? undefined : Number(v));
@@ -91,6 +93,7 @@ export function toRunRecord(h: Record<string, string>): RunRecord | null {
     ['origin', h.origin],
     ['error', h.error],
     ['result', h.result],
+    ['waited', h.waited],
   ];
   for (const [k, v] of opt) if (v) (r as unknown as Record<string, unknown>)[k] = v;
   for (const k of ['plannedAt', 'firstStartMs', 'startMs', 'latenessMs', 'endMs'] as const) {

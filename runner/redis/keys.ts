@@ -72,6 +72,19 @@ export class Keyspace {
     return `${this.ns}:active:${schedule}`;
   }
   /**
+   * Keys of a gate (redis/lua/includes/gates.lua): `group` a concurrency group's, `schedule` a schedule's own rate
+   * limit's. `waiting` ZSET (fire time → occurrence key; `:seen` HASH beside it), `holders` SET of occurrence
+   * keys, `rate` ZSET of start times (Redis ms).
+   */
+  gate(kind: 'group' | 'schedule', name: string): { waiting: string; holders: string; rate: string } {
+    const base = `${this.ns}:${kind === 'group' ? 'grp' : 'rl'}:${name}`;
+    return { waiting: `${base}:waiting`, holders: `${base}:holders`, rate: `${base}:rate` };
+  }
+  /** Prefix of concurrency-group keys (`<prefix><group>:waiting` …), for the metrics. */
+  get groupPrefix(): string {
+    return `${this.ns}:grp:`;
+  }
+  /**
    * ZSET of a schedule's backfill occurrences waiting for admission, scored by due time (admitted oldest
    * first). Their run records have no expiry while they wait.
    */

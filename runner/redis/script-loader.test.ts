@@ -57,7 +57,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
   const claimKeys = [k.occurrence(key), k.pending, k.runs('s'), k.schedules, k.active('s'), k.suspended, k.backfillQueue('s')];
   const claimArgv = {
     replica: 'a', lockMs: 5000, horizonMs: 60_000, retentionMs: 120_000, schedule: 's', dueMs: now, fireMs: now, key,
-    startingDeadlineMs: -1, earlyToleranceMs: 0, maxStalls: 2, origin: 'schedule', concurrencyPolicy: 'Allow', maxConcurrent: -1,
+    startingDeadlineMs: -1, earlyToleranceMs: 0, maxStalls: 2, origin: 'schedule', concurrencyPolicy: 'Allow', maxConcurrent: -1, gates: [],
   };
   const manual = { schedule: 's', key, dueMs: now, origin: 'manual', by: 'cli', retentionMs: 120_000 };
   const claimed = (): Promise<unknown> => run('claim', claimKeys, claimArgv);

@@ -7,6 +7,7 @@ import type { CompiledSchedule } from '../config/load.js';
 import type { ConcurrencyPolicy } from '../config/schema.js';
 import type { FinalState, Origin } from '../records/runs.js';
 import { Scripts } from './script-loader.js';
+import type { GroupLimits, RateLimit } from '../config/groups-schema.js';
 
 /** The schedule fields the plan script decides on (its header states the rules). */
 export type PlanPolicy = Pick<CompiledSchedule, 'suspend' | 'startingDeadlineMs' | 'catchUp' | 'maxCatchUpRuns'>;
@@ -93,6 +94,48 @@ export interface ClaimRequest {
   concurrencyPolicy: ConcurrencyPolicy;
   /** null: no limit. */
   maxConcurrent: number | null;
+  /** The schedule's concurrency group and rate limits (absent: none); see lua/includes/gates.lua. */
+  gates?: ClaimGates;
+}
+
+/** What a claim must pass besides the concurrency policy: the schedule's group and rate limits. */
+export interface ClaimGates {
+  group?: GroupLimits;
+  rateLimit?: RateLimit;
+}
+
+/** One gate of a claim, as includes/gates.lua reads it from the claim's packed `gates`. */
+interface GateArg {
+  /** "group <name>" | "rate limit of <schedule>": what a held claim says it waits for. */
+  label: string;
+  waiting: string;
+  /** '' for a rate limit alone. */
+  holders: string;
+  /** -1: no concurrency limit. */
+  maxConcurrent: number;
+  /** '' for no rate limit. */
+  rate: string;
+  rateMax: number;
+  perMs: number;
+}
+
+/** The claim script's `gates` (includes/gates.lua): the schedule's group, then its own rate limit. */
+function gateArgs(k: Keyspace, schedule: string, g: ClaimGates | undefined): GateArg[] {
+  const out: GateArg[] = [];
+  const add = (label: string, keys: { waiting: string; holders: string; rate: string }, maxConcurrent: number | null, rate: RateLimit | null | undefined): void => {
+    out.push({
+      label,
+      waiting: keys.waiting,
+      holders: maxConcurrent === null ? '' : keys.holders,
+      maxConcurrent: maxConcurrent ?? -1,
+      rate: rate ? keys.rate : '',
+      rateMax: rate?.max ?? 0,
+      perMs: rate?.perMs ?? 0,
+    });
+  };
+  if (g?.group) add(`group ${g.group.name}`, k.gate('group', g.group.name), g.group.maxConcurrent, g.group.rateLimit);
+  if (g?.rateLimit) add(`rate limit of ${schedule}`, k.gate('schedule', schedule), null, g.rateLimit);
+  return out;
 }
 
 /** Result of {@link Store.finish}. */
@@ -168,7 +211,7 @@ export class Store {
     const out = (await this.scripts.run(
       'claim',
       [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
-      { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1 },
+      { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1, gates: gateArgs(k, r.schedule, r.gates) },
     )) as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
@@ -194,8 +237,8 @@ export class Store {
       case 'failed':
         return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
       case 'missed':
-        // The claim script records this one reason with it (lua/claim.lua: the starting deadline).
-        return { status: 'missed', reason: 'starting deadline exceeded' };
+        // The starting deadline, with the group or rate limit it waited for (lua/claim.lua).
+        return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
       case 'stale':
       case 'paused':
       case 'stalled-out':

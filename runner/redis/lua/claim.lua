@@ -46,20 +46,25 @@
     origin               schedule | manual | backfill | resume
     concurrencyPolicy    Allow | Forbid | Replace
     maxConcurrent        -1: no limit
+    gates                the concurrency group and rate limits the claim must pass (includes/gates.lua), a
+                         list of maps; empty: none
   Returns one of:
     {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
                                   leaseUntil; the triples are older occurrences it ended failed: replaced
     {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
-    {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy says wait
+    {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy, a group or a
+                                  rate limit says wait (who: the gate's label, e.g. "group cluster-prod")
     {'final', state}              already finished: nothing to do
     {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
-    {'missed'}                    recorded missed: it can no longer start within its starting deadline
+    {'missed', reason}            recorded missed: it can no longer start within its starting deadline (the
+                                  reason names the group or rate limit it waited for, if any)
     {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)
     {'paused'}                    a backfill occurrence of a suspended schedule: back to waiting, unrun
     {'failed', reason, error}     recorded failed: it had started, and a newer occurrence replaces it (Replace)
     {'stalled-out'}               recorded failed: it stalled more than maxStalls times
 ]]
 -- @include "includes/record.lua"
+-- @include "includes/gates.lua"
 
 local args = cmsgpack.unpack(ARGV[1])
 local occKey = KEYS[1]
@@ -91,8 +96,12 @@ if state == 'scheduled' and origin == 'schedule' then
     return {'skipped', 'suspended'}
   end
   if deadlineMs >= 0 and now > fireMs + deadlineMs then
-    finalize(occKey, 'missed', 'starting deadline exceeded', retentionMs, KEYS[2], key)
-    return {'missed'}
+    local why = 'starting deadline exceeded'
+    -- the reason names the group or rate limit it waited for (includes/gates.lua)
+    local w = rcall('HMGET', occKey, 'waitingFor', 'waitSince')
+    if w[1] then why = why .. ': waited for ' .. w[1] .. ' ' .. string.format('%.1f s', (now - tonumber(w[2] or now)) / 1000) end
+    finalize(occKey, 'missed', why, retentionMs, KEYS[2], key)
+    return {'missed', why}
   end
 end
 if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', KEYS[6], schedule) == 1 then
@@ -156,6 +165,12 @@ if #others > 0 then
     return {'held', 250, others[1]}
   end
 end
+
+-- a concurrency group's slot and a rate limit's start, granted atomically with this claim
+-- (includes/gates.lua); before the stall count, so a claim the gates hold back counts no stall.
+local gateHeld = passGates(readGates(args.gates), occKey, key, fireMs, (state == 'scheduled' and origin == 'schedule') and deadlineMs or -1,
+  occPrefix, KEYS[2], retentionMs, lockMs)
+if gateHeld then return gateHeld end
 
 if state == 'running' and rec[4] ~= '1' then
   -- The previous claimant's lease ran out without a release: it stalled (killed, stopped, partitioned).
