@@ -10,7 +10,7 @@ type Json = Record<string, unknown>;
 const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 const json = (id: string, description: string): Json => ({ description, content: { 'application/json': { schema: ref(id) } } });
 const errors = {
-  400: json('Error', 'bad request: the message says which parameter and why'),
+  400: json('Error', 'bad request: `error.field` names the refused field (e.g. `query.limit`), `error.message` says what is wrong and what is allowed'),
   401: json('Error', 'no token, or an unknown one, where one is needed'),
   403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
   404: json('Error', 'no such schedule or occurrence'),

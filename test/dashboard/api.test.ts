@@ -80,7 +80,11 @@ describe('dashboard API', () => {
     expect(first.body.items.map((s: { name: string }) => s.name)).toEqual(['filler-00', 'filler-01']);
     const s = first.body.items[0];
     expect(s).toMatchObject({ cron: '0 0 1 1 *', cronText: expect.stringMatching(/January/), timeZone: 'UTC', source: expect.stringMatching(/schedules\.yaml:\d+$/), jobKind: 'http' });
-    expect((await get(open, '/api/v1/schedules?limit=0')).status).toBe(400);
+    const badLimit = await get(open, '/api/v1/schedules?limit=0');
+    expect(badLimit.status).toBe(400);
+    expect(badLimit.body).toEqual({
+      error: { code: 'BAD_PARAMETER', field: 'query.limit', message: 'query.limit: must be at least 1; allowed: a whole number from 1 to 500' },
+    });
     expect((await get(open, '/api/v1/schedules?cursor=nonsense')).status).toBe(400);
   });
 
