@@ -68,9 +68,9 @@ export function openApiDocument(version: string): Json {
       '/flock': { get: { summary: 'live replicas, their planning shares, Redis', responses: { 200: json('Flock', 'the flock'), ...errors } } },
       '/audit': { get: { summary: 'the audit log, newest first', parameters: query(auditQuerySchema), responses: { 200: json('AuditList', 'entries'), ...errors } } },
       '/whoami': { get: { summary: "the caller's role, and whether actions are on", responses: { 200: json('WhoAmI', 'the caller') } } },
-      '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'OptionalReasonBody', false),
-      '/schedules/{name}/suspend': action('suspend on every replica (reason required)', 'ReasonBody', true),
-      '/schedules/{name}/resume': action('resume (reason required)', 'ReasonBody', true),
+      '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'ReasonBody', false),
+      '/schedules/{name}/suspend': action('suspend on every replica (reason optional)', 'ReasonBody', false),
+      '/schedules/{name}/resume': action('resume (reason optional)', 'ReasonBody', false),
       '/schedules/{name}/backfill': action('backfill a past range (dry run, 100-occurrence confirmation and max as the command line), or cancel', 'BackfillBody', true),
     },
   };

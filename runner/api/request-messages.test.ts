@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { requestProblems, type RequestPart } from './request-messages.js';
-import { auditQuerySchema, backfillBodySchema, listQuerySchema, occurrencesQuerySchema, optionalReasonBodySchema } from './schemas.js';
+import { auditQuerySchema, backfillBodySchema, listQuerySchema, occurrencesQuerySchema, reasonBodySchema } from './schemas.js';
 
 /** The messages the API would answer for `input` (the real schemas the handlers use). */
 function messages(schema: z.ZodType, input: unknown, part: RequestPart): string[] {
@@ -22,8 +22,8 @@ describe('the API words a refused query or body as field: what is wrong; allowed
   });
 
   it('names the body field for a missing, mistyped or too long value, and every refused field', () => {
-    expect(messages(optionalReasonBodySchema, { reason: 5 }, 'body')).toEqual(['body.reason: must be text, not a number; allowed: text of up to 500 characters']);
-    expect(messages(optionalReasonBodySchema, { reason: 'x'.repeat(501) }, 'body')).toEqual(['body.reason: is longer than 500 characters; allowed: text of up to 500 characters']);
+    expect(messages(reasonBodySchema, { reason: 5 }, 'body')).toEqual(['body.reason: must be text, not a number; allowed: text of up to 500 characters']);
+    expect(messages(reasonBodySchema, { reason: 'x'.repeat(501) }, 'body')).toEqual(['body.reason: is longer than 500 characters; allowed: text of up to 500 characters']);
     expect(messages(backfillBodySchema, { from: '2026-01-01T00:00:00Z', dryRun: 'yes', max: 0 }, 'body')).toEqual([
       'body.to: is required; allowed: text: last due time (ISO, inclusive)',
       'body.dryRun: must be true or false, not text; allowed: true or false',
@@ -36,7 +36,7 @@ describe('the API words a refused query or body as field: what is wrong; allowed
   });
 
   it('never echoes the value given (a value in the wrong place may be a secret)', () => {
-    const all = [...messages(optionalReasonBodySchema, { reason: 12345678 }, 'body'), ...messages(listQuerySchema, { sort: 's3cr3t-value' }, 'query')].join('\n');
+    const all = [...messages(reasonBodySchema, { reason: 12345678 }, 'body'), ...messages(listQuerySchema, { sort: 's3cr3t-value' }, 'query')].join('\n');
     expect(all).not.toMatch(/12345678|s3cr3t/);
     expect(all).not.toMatch(/Invalid|Too (big|small)|expected .* to be/);
   });

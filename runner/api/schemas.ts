@@ -4,7 +4,7 @@
  * Redis clock; durations carry their unit in the name.
  */
 import { z } from 'zod';
-import { auditEntrySchema } from '../history/audit.js';
+import { auditEntrySchema, NO_REASON } from '../history/audit.js';
 import { apiSchemas, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
 
 const ms = z.number().describe('UTC ms (Redis clock)');
@@ -137,10 +137,8 @@ export const auditQuerySchema = z.object({
   schedule: z.string().optional(),
 });
 
-export const reasonBodySchema = z
-  .object({ reason: z.string().trim().min(1, 'say why (reason)').max(500) })
-  .register(apiSchemas, { id: 'ReasonBody' });
-export const optionalReasonBodySchema = z.object({ reason: z.string().trim().max(500).optional() }).register(apiSchemas, { id: 'OptionalReasonBody' });
+const reasonSchema = z.string().trim().max(500).optional().describe(`why, kept in the audit log (optional; "${NO_REASON}" when left out)`);
+export const reasonBodySchema = z.object({ reason: reasonSchema }).register(apiSchemas, { id: 'ReasonBody' });
 export const backfillBodySchema = z
   .object({
     from: z.string().describe('first due time (ISO, inclusive)'),
@@ -149,7 +147,7 @@ export const backfillBodySchema = z
     yes: z.boolean().optional().describe('allow more than 100 occurrences'),
     max: z.number().int().min(1).optional().describe('refuse if more than this many would be created'),
     cancel: z.boolean().optional().describe("instead: drop the schedule's backfill occurrences that have not started"),
-    reason: z.string().trim().max(500).optional(),
+    reason: reasonSchema,
   })
   .register(apiSchemas, { id: 'BackfillBody' });
 

@@ -32,7 +32,6 @@ import {
   backfillBodySchema,
   listQuerySchema,
   occurrencesQuerySchema,
-  optionalReasonBodySchema,
   reasonBodySchema,
   type ScheduleSummary,
 } from './schemas.js';
@@ -200,7 +199,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     return c.json(page);
   });
 
-  // ---- actions: operator token, same-origin, reason where required ----
+  // ---- actions: operator token, same-origin; a reason is optional ----
   const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
@@ -227,7 +226,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const out = await performAction({ ...d.control, by: `api:${who.name}` }, { who: who.name!, via: 'api' }, req);
     return c.json({ action: req.action, schedule: name, ...out });
   };
-  api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(optionalReasonBodySchema, b, 'body').reason })));
+  api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/suspend', (c) => act(c, (schedule, b) => ({ action: 'suspend', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/resume', (c) => act(c, (schedule, b) => ({ action: 'resume', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/backfill', (c) =>

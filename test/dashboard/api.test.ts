@@ -123,7 +123,9 @@ describe('dashboard API', () => {
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'http://evil.example' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'null' })).status).toBe(403);
-    expect((await post(guarded, '/api/v1/schedules/talk-job/suspend', {}, bearer(OPERATOR_TOKEN))).status).toBe(400); // no reason
+    const badReason = await post(guarded, '/api/v1/schedules/talk-job/suspend', { reason: 42 }, bearer(OPERATOR_TOKEN));
+    expect(badReason.status).toBe(400);
+    expect(badReason.body.error).toMatchObject({ code: 'BAD_PARAMETER', field: 'body.reason', message: expect.stringMatching(/^body\.reason: must be text, not a number; allowed: text of up to 500 characters/) });
     expect(await runs()).toEqual(before.runs);
     expect(await audit()).toBe(before.audit);
     expect(await flock.redisClient.hexists(keys.suspended, 'talk-job')).toBe(0);
@@ -158,17 +160,25 @@ describe('dashboard API', () => {
     expect(o.logs.find((l: { attempt: number; msg: string }) => l.attempt === 1 && l.msg === 'run started').fields.replica).toBe(claimant);
   });
 
-  it('suspends with a note and resumes (reasons required), shown in the list and the audit log', async () => {
+  it('suspends with a note and resumes without a reason (optional), shown in the list and the audit log as "(no reason given)"', async () => {
     const s = await post(guarded, '/api/v1/schedules/filler-03/suspend', { reason: 'db migration' }, bearer(OPERATOR_TOKEN));
     expect(s.body.done).toBe(true);
     expect((await post(guarded, '/api/v1/schedules/filler-03/suspend', { reason: 'again' }, bearer(OPERATOR_TOKEN))).body.done).toBe(false);
     await until(async () => (await get(open, '/api/v1/schedules?suspended=true')).body.items.length === 1, 10_000, 'the suspension in the list');
     const listed = (await get(open, '/api/v1/schedules?suspended=true')).body.items[0];
     expect(listed).toMatchObject({ name: 'filler-03', suspended: true, suspension: { by: 'api:alice', note: 'db migration' } });
-    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', {}, bearer(OPERATOR_TOKEN))).status).toBe(400);
-    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', { reason: 'migration done' }, bearer(OPERATOR_TOKEN))).body.done).toBe(true);
+    const resumed = await post(guarded, '/api/v1/schedules/filler-03/resume', {}, bearer(OPERATOR_TOKEN));
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.done).toBe(true);
+    expect((await post(guarded, '/api/v1/schedules/filler-03/suspend', undefined, bearer(OPERATOR_TOKEN))).body.done).toBe(true); // no body at all
     const audit = (await get(open, '/api/v1/audit?schedule=filler-03')).body.items;
-    expect(audit.map((e: { action: string; reason: string }) => [e.action, e.reason])).toEqual([['resume', 'migration done'], ['suspend', 'db migration']]);
+    expect(audit.map((e: { action: string; reason: string }) => [e.action, e.reason])).toEqual([
+      ['suspend', '(no reason given)'],
+      ['resume', '(no reason given)'],
+      ['suspend', 'db migration'],
+    ]);
+    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', { reason: 'migration done' }, bearer(OPERATOR_TOKEN))).body.done).toBe(true);
+    expect((await get(open, '/api/v1/audit?schedule=filler-03&limit=1')).body.items[0]).toMatchObject({ action: 'resume', reason: 'migration done' });
     const dry = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2020-01-01T00:00:00Z', to: '2023-01-01T00:00:00Z', dryRun: true }, bearer(OPERATOR_TOKEN));
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
   });
@@ -181,6 +191,11 @@ describe('dashboard API', () => {
     expect(entries.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', 'disk cleaned'], ['suspend', 'cli', 'disk full on the target']]);
     expect(entries[0]!.who).toMatch(/@/);
     expect(cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
+    // No reason on the command line: the same words as the API's, not an empty field.
+    cli('suspend', 'filler-08');
+    cli('resume', 'filler-08');
+    const bare = JSON.parse(cli('audit', '--schedule', 'filler-08', '--json')) as { action: string; via: string; reason: string }[];
+    expect(bare.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', '(no reason given)'], ['suspend', 'cli', '(no reason given)']]);
   });
 
   it('serves its OpenAPI 3.1 document, the flock, and no secret in any answer', async () => {
