@@ -424,7 +424,7 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
       [6, 11, 'this quoted string is never closed'],
     ]);
     const list = await parseScheduleText(`schedules:\n  - name: a\n    cron: [0 * * * *\n${after}`, 'test.yaml');
-    expect(only(list.errors, { line: 3, col: 11, field: '', code: 'YAML_SYNTAX' }).format()).toMatch(/^test\.yaml:3:11: this list \(\[\) is never closed\n  hint: end it with \]/);
+    expect(only(list.errors, { line: 3, col: 11, field: '', code: 'YAML_SYNTAX' }).format()).toMatch(/^test\.yaml:3:11: this list \(\[\) is never closed\n {2}hint: end it with \]/);
     const map = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    job: {kind: http, url: "http://127.0.0.1:1/"\n  - name: b\n    cron: "5 * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(only(map.errors, { line: 4, col: 10, field: '', code: 'YAML_SYNTAX' }).reason).toBe('this map ({) is never closed');
     // A closed string with escaped quotes is not taken for an unclosed one.
