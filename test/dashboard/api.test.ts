@@ -6,7 +6,8 @@
  * and its log lines, and no secret in any answer.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -184,17 +185,19 @@ describe('dashboard API', () => {
   });
 
   it('records the command line\'s actions in the same audit log, and `cronflock audit` prints it', async () => {
-    const cli = (...args: string[]) => execFileSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' });
-    cli('suspend', 'filler-07', '--note', 'disk full on the target');
-    cli('resume', 'filler-07', '--reason', 'disk cleaned');
-    const entries = JSON.parse(cli('audit', '--schedule', 'filler-07', '--json')) as { action: string; via: string; reason: string; who: string }[];
+    // Not execFileSync: blocking this process for seconds starves the in-process dashboards, whose idle
+    // keep-alive sockets then close under the next test's first request (ECONNRESET).
+    const cli = async (...args: string[]) => (await promisify(execFile)(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' })).stdout;
+    await cli('suspend', 'filler-07', '--note', 'disk full on the target');
+    await cli('resume', 'filler-07', '--reason', 'disk cleaned');
+    const entries = JSON.parse(await cli('audit', '--schedule', 'filler-07', '--json')) as { action: string; via: string; reason: string; who: string }[];
     expect(entries.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', 'disk cleaned'], ['suspend', 'cli', 'disk full on the target']]);
     expect(entries[0]!.who).toMatch(/@/);
-    expect(cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
+    expect(await cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
     // No reason on the command line: the same words as the API's, not an empty field.
-    cli('suspend', 'filler-08');
-    cli('resume', 'filler-08');
-    const bare = JSON.parse(cli('audit', '--schedule', 'filler-08', '--json')) as { action: string; via: string; reason: string }[];
+    await cli('suspend', 'filler-08');
+    await cli('resume', 'filler-08');
+    const bare = JSON.parse(await cli('audit', '--schedule', 'filler-08', '--json')) as { action: string; via: string; reason: string }[];
     expect(bare.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', '(no reason given)'], ['suspend', 'cli', '(no reason given)']]);
   });
 
