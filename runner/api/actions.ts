@@ -9,8 +9,8 @@ import { recordAudit, type AuditAction } from '../history/audit.js';
 /** One action asked for. Times are UTC ms. */
 export type ActionRequest =
   | { action: 'trigger'; schedule: string; reason?: string }
-  | { action: 'suspend'; schedule: string; reason: string }
-  | { action: 'resume'; schedule: string; reason: string }
+  | { action: 'suspend'; schedule: string; reason?: string }
+  | { action: 'resume'; schedule: string; reason?: string }
   | { action: 'backfill'; schedule: string; fromMs: number; toMs: number; dryRun?: boolean; yes?: boolean; max?: number; reason?: string }
   | { action: 'backfill-cancel'; schedule: string; reason?: string };
 
@@ -72,7 +72,7 @@ export async function performAction(c: ControlContext, who: { who: string; via: 
     }
   }
   const auditId = done
-    ? await recordAudit(c.redis, c.keys, { ...who, action: a.action as AuditAction, schedule: a.schedule, reason: a.reason ?? '', outcome: message })
+    ? await recordAudit(c.redis, c.keys, { ...who, action: a.action as AuditAction, schedule: a.schedule, reason: a.reason, outcome: message })
     : null;
   return { done, message, detail, auditId };
 }

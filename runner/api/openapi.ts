@@ -10,7 +10,7 @@ type Json = Record<string, unknown>;
 const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 const json = (id: string, description: string): Json => ({ description, content: { 'application/json': { schema: ref(id) } } });
 const errors = {
-  400: json('Error', 'bad request: the message says which parameter and why'),
+  400: json('Error', 'bad request: `error.field` names the refused field (e.g. `query.limit`), `error.message` says what is wrong and what is allowed'),
   401: json('Error', 'no token, or an unknown one, where one is needed'),
   403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
   404: json('Error', 'no such schedule or occurrence'),
@@ -68,9 +68,9 @@ export function openApiDocument(version: string): Json {
       '/flock': { get: { summary: 'live replicas, their planning shares, Redis', responses: { 200: json('Flock', 'the flock'), ...errors } } },
       '/audit': { get: { summary: 'the audit log, newest first', parameters: query(auditQuerySchema), responses: { 200: json('AuditList', 'entries'), ...errors } } },
       '/whoami': { get: { summary: "the caller's role, and whether actions are on", responses: { 200: json('WhoAmI', 'the caller') } } },
-      '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'OptionalReasonBody', false),
-      '/schedules/{name}/suspend': action('suspend on every replica (reason required)', 'ReasonBody', true),
-      '/schedules/{name}/resume': action('resume (reason required)', 'ReasonBody', true),
+      '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'ReasonBody', false),
+      '/schedules/{name}/suspend': action('suspend on every replica (reason optional)', 'ReasonBody', false),
+      '/schedules/{name}/resume': action('resume (reason optional)', 'ReasonBody', false),
       '/schedules/{name}/backfill': action('backfill a past range (dry run, 100-occurrence confirmation and max as the command line), or cancel', 'BackfillBody', true),
     },
   };

@@ -4,14 +4,20 @@
  * Redis clock; durations carry their unit in the name.
  */
 import { z } from 'zod';
-import { auditEntrySchema } from '../history/audit.js';
+import { auditEntrySchema, NO_REASON } from '../history/audit.js';
 import { apiSchemas, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
 
 const ms = z.number().describe('UTC ms (Redis clock)');
 const boolParam = z.enum(['true', 'false']);
 
 export const errorSchema = z
-  .object({ error: z.object({ code: z.string(), message: z.string().describe('what is wrong and what to do') }) })
+  .object({
+    error: z.object({
+      code: z.string().describe('BAD_PARAMETER, BAD_BODY, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND …'),
+      message: z.string().describe('what is wrong and what to do; for a refused field "<field>: <what is wrong>; allowed: <what is allowed>", several joined by " · "'),
+      field: z.string().optional().describe('the (first) refused field, e.g. `body.reason` or `query.limit`'),
+    }),
+  })
   .register(apiSchemas, { id: 'Error' });
 
 export const countsSchema = z
@@ -131,10 +137,8 @@ export const auditQuerySchema = z.object({
   schedule: z.string().optional(),
 });
 
-export const reasonBodySchema = z
-  .object({ reason: z.string().trim().min(1, 'say why (reason)').max(500) })
-  .register(apiSchemas, { id: 'ReasonBody' });
-export const optionalReasonBodySchema = z.object({ reason: z.string().trim().max(500).optional() }).register(apiSchemas, { id: 'OptionalReasonBody' });
+const reasonSchema = z.string().trim().max(500).optional().describe(`why, kept in the audit log (optional; "${NO_REASON}" when left out)`);
+export const reasonBodySchema = z.object({ reason: reasonSchema }).register(apiSchemas, { id: 'ReasonBody' });
 export const backfillBodySchema = z
   .object({
     from: z.string().describe('first due time (ISO, inclusive)'),
@@ -143,7 +147,7 @@ export const backfillBodySchema = z
     yes: z.boolean().optional().describe('allow more than 100 occurrences'),
     max: z.number().int().min(1).optional().describe('refuse if more than this many would be created'),
     cancel: z.boolean().optional().describe("instead: drop the schedule's backfill occurrences that have not started"),
-    reason: z.string().trim().max(500).optional(),
+    reason: reasonSchema,
   })
   .register(apiSchemas, { id: 'BackfillBody' });
 

@@ -32,10 +32,10 @@ import {
   backfillBodySchema,
   listQuerySchema,
   occurrencesQuerySchema,
-  optionalReasonBodySchema,
   reasonBodySchema,
   type ScheduleSummary,
 } from './schemas.js';
+import { requestProblems, type RequestPart } from './request-messages.js';
 import { mountUi } from '../ui/routes.js';
 
 /** What the server needs. */
@@ -51,12 +51,14 @@ export interface ApiDeps {
 
 type Env = { Variables: { caller: Caller } };
 
-/** An error answer: `{error: {code, message}}`. */
+/** An error answer: `{error: {code, message, field?}}` (errorSchema in schemas.ts). */
 export class ApiError extends Error {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 503,
     readonly code: string,
     message: string,
+    /** The refused field (`query.limit`, `body.reason`) when the error is about one. */
+    readonly field?: string,
   ) {
     super(message);
   }
@@ -74,18 +76,24 @@ function hostOf(origin: string): string | null {
 }
 
 /** Parses an ISO time or UTC ms; undefined when absent. @throws ApiError 400. */
-export function timeParam(name: string, v: string | undefined): number | undefined {
+export function timeParam(field: string, v: string | undefined): number | undefined {
   if (v === undefined || v === '') return undefined;
   const n = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
-  if (!Number.isFinite(n)) throw new ApiError(400, 'BAD_PARAMETER', `${name}: "${v}" is not an ISO 8601 time or UTC milliseconds`);
+  if (!Number.isFinite(n)) {
+    throw new ApiError(400, 'BAD_PARAMETER', `${field}: is not a time; allowed: an ISO 8601 time (2026-01-01T00:00:00Z) or UTC milliseconds`, field);
+  }
   return n;
 }
 
-function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+/**
+ * Checks a query or body with its schema. @throws ApiError 400 BAD_PARAMETER whose message names every refused
+ * field (`body.reason: …; allowed: …`, request-messages.ts) and whose `field` is the first of them.
+ */
+function parse<T extends z.ZodType>(schema: T, value: unknown, part: RequestPart): z.infer<T> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const i = r.error.issues[0]!;
-  throw new ApiError(400, 'BAD_PARAMETER', `${where}${i.path.length ? ` ${i.path.join('.')}` : ''}: ${i.message}`);
+  const problems = requestProblems(schema, r.error, value, part);
+  throw new ApiError(400, 'BAD_PARAMETER', problems.map((p) => p.message).join(' · '), problems[0]!.field);
 }
 
 /** The app (routes and middleware), without a listener: tests and `listen` use it. */
@@ -103,7 +111,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
   });
 
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
+    if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, err.status);
     if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     return c.json({ error: { code: 'INTERNAL', message: `could not answer: ${(err as Error).message}` } }, 503);
@@ -163,16 +171,16 @@ export function createApp(d: ApiDeps): Hono<Env> {
   api.get('/schedules/:name/occurrences', async (c) => {
     const row = await rowOf(c.req.param('name'));
     const q = parse(occurrencesQuerySchema, c.req.query(), 'query');
-    const toMs = timeParam('to', q.to) ?? Math.ceil(d.index.nowMs()) + row.def.jitterMs;
-    const fromMs = timeParam('from', q.from) ?? toMs - 86_400_000;
-    if (fromMs > toMs) throw new ApiError(400, 'BAD_PARAMETER', 'from must not be after to');
+    const toMs = timeParam('query.to', q.to) ?? Math.ceil(d.index.nowMs()) + row.def.jitterMs;
+    const fromMs = timeParam('query.from', q.from) ?? toMs - 86_400_000;
+    if (fromMs > toMs) throw new ApiError(400, 'BAD_PARAMETER', 'query.from: is after query.to; allowed: a time not after query.to', 'query.from');
     const page = await readOccurrences(d.redis, d.keys, row.name, fromMs, toMs, q.limit);
     return c.json({ ...page, fromMs, toMs, jitterMs: row.def.jitterMs });
   });
 
   api.get('/occurrences/:key', async (c) => {
     const key = c.req.param('key');
-    if (!parseOccurrenceKey(key)) throw new ApiError(400, 'BAD_PARAMETER', `"${key}" is not an occurrence key (<schedule>@<due ISO>)`);
+    if (!parseOccurrenceKey(key)) throw new ApiError(400, 'BAD_PARAMETER', `key: "${key}" is not an occurrence key; allowed: <schedule>@<due time, ISO 8601>`, 'key');
     const v = await readOccurrence(d.redis, d.keys, key);
     if (!v) throw new ApiError(404, 'NOT_FOUND', `no record or history of ${key} (kept for --retention and --history)`);
     await d.index.ready();
@@ -191,7 +199,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     return c.json(page);
   });
 
-  // ---- actions: operator token, same-origin, reason where required ----
+  // ---- actions: operator token, same-origin; a reason is optional ----
   const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
@@ -211,22 +219,22 @@ export function createApp(d: ApiDeps): Hono<Env> {
       try {
         body = JSON.parse(text);
       } catch {
-        throw new ApiError(400, 'BAD_BODY', 'the body must be JSON');
+        throw new ApiError(400, 'BAD_BODY', 'body: is not JSON; allowed: a JSON object, e.g. {"reason": "db migration"}, or no body', 'body');
       }
     }
     const req = build(name, body);
     const out = await performAction({ ...d.control, by: `api:${who.name}` }, { who: who.name!, via: 'api' }, req);
     return c.json({ action: req.action, schedule: name, ...out });
   };
-  api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(optionalReasonBodySchema, b, 'body').reason })));
+  api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/suspend', (c) => act(c, (schedule, b) => ({ action: 'suspend', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/resume', (c) => act(c, (schedule, b) => ({ action: 'resume', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
   api.post('/schedules/:name/backfill', (c) =>
     act(c, (schedule, b) => {
       const p = parse(backfillBodySchema, b, 'body');
       if (p.cancel) return { action: 'backfill-cancel', schedule, reason: p.reason };
-      const fromMs = timeParam('from', p.from)!;
-      const toMs = timeParam('to', p.to)!;
+      const fromMs = timeParam('body.from', p.from)!;
+      const toMs = timeParam('body.to', p.to)!;
       return { action: 'backfill', schedule, fromMs, toMs, dryRun: p.dryRun, yes: p.yes, max: p.max, reason: p.reason };
     }),
   );

@@ -34,7 +34,7 @@ async function audit(c: ControlContext, action: AuditAction, schedule: string, r
   } catch {
     /* no user name (a container without passwd entry) */
   }
-  await recordAudit(c.redis, c.keys, { who: `${user}@${hostname()}`, via: 'cli', action, schedule, reason: reason ?? '', outcome });
+  await recordAudit(c.redis, c.keys, { who: `${user}@${hostname()}`, via: 'cli', action, schedule, reason, outcome });
 }
 
 type Flags = RedisFlags & { json?: boolean; reason?: string };

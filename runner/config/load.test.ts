@@ -409,6 +409,29 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(e.hint).toContain('quote');
   });
 
+  it('reports an unclosed quote or [ / { where it opens, not where the parser gave up', async () => {
+    const after = `    job: ${HTTP_JOB}\n  - name: b\n    cron: "5 * * * *"\n    job: ${HTTP_JOB}\n`;
+    for (const [open, cron] of [['"', '"0 * * * *'], ["'", "'0 * * * *"]] as const) {
+      const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: ${cron}\n${after}`, 'test.yaml');
+      const e = only(r.errors, { line: 3, col: 11, field: '', code: 'YAML_SYNTAX' });
+      expect(e.reason).toBe('this quoted string is never closed');
+      expect(e.hint).toContain(`end it with ${open} on the line it starts`);
+    }
+    // The next quote in the file would close it for a reader that does not stop at a shallower line: still line 3.
+    const two = await parseScheduleText(`schedules:\n  - name: a\n    cron: "0 * * * *\n    job: ${HTTP_JOB}\n  - name: b\n    cron: "5 * * * *\n`, 'test.yaml');
+    expect(two.errors.map((e) => [e.line, e.col, e.reason])).toEqual([
+      [3, 11, 'this quoted string is never closed'],
+      [6, 11, 'this quoted string is never closed'],
+    ]);
+    const list = await parseScheduleText(`schedules:\n  - name: a\n    cron: [0 * * * *\n${after}`, 'test.yaml');
+    expect(only(list.errors, { line: 3, col: 11, field: '', code: 'YAML_SYNTAX' }).format()).toMatch(/^test\.yaml:3:11: this list \(\[\) is never closed\n {2}hint: end it with \]/);
+    const map = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    job: {kind: http, url: "http://127.0.0.1:1/"\n  - name: b\n    cron: "5 * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(only(map.errors, { line: 4, col: 10, field: '', code: 'YAML_SYNTAX' }).reason).toBe('this map ({) is never closed');
+    // A closed string with escaped quotes is not taken for an unclosed one.
+    const escaped = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    description: "say \\"hi\\"" \n    descriptio: 'it''s'\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(escaped.errors.map((e) => e.reason)).not.toContain('this quoted string is never closed');
+  });
+
   it('refuses a duplicate YAML key', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    cron: "@hourly"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' });

@@ -137,14 +137,15 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: L
 }
 
 /** What was given, by its type only: a value in the wrong place may be a secret (e.g. a header value), so never the value. */
-function describe(v: unknown): string {
+export function describe(v: unknown): string {
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object' && v !== null) return 'a map';
   if (typeof v === 'boolean') return String(v);
   return typeof v === 'number' ? 'a number' : typeof v === 'string' ? 'text' : `a ${typeof v}`;
 }
 
-function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+/** The value at `path` in `data`; undefined when it is not there. */
+export function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
   let v = data;
   for (const seg of path) {
     if (v === null || typeof v !== 'object') return undefined;
@@ -155,7 +156,16 @@ function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
 
 /** Keys the schema allows in the map at `path` (best effort; [] when unknown). */
 function allowedKeys(path: readonly (string | number)[], data: unknown): string[] {
-  let schema: z.core.$ZodType | undefined = scheduleFileSchema;
+  const def = schemaAt(scheduleFileSchema, path, data)?._zod.def as { type: string; shape?: Record<string, unknown> } | undefined;
+  return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+/**
+ * The schema of the field at `path` inside `root` (objects and lists), looked through wrappers, pipes and
+ * discriminated unions (picked by the value in `data`); undefined when the path leaves the schema.
+ */
+export function schemaAt(root: z.core.$ZodType, path: readonly (string | number)[], data: unknown): z.core.$ZodType | undefined {
+  let schema: z.core.$ZodType | undefined = root;
   for (let i = 0; i <= path.length && schema; i++) {
     schema = unwrap(schema, valueAt(data, path.slice(0, i)));
     if (i === path.length) break;
@@ -165,8 +175,7 @@ function allowedKeys(path: readonly (string | number)[], data: unknown): string[
     else if (def.type === 'array' && typeof seg === 'number') schema = def.element;
     else schema = undefined;
   }
-  const def = schema?._zod.def as { type: string; shape?: Record<string, unknown> } | undefined;
-  return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+  return schema;
 }
 
 /** Looks through wrappers, pipes and (discriminated) unions, picking the union option that matches `value`. */

@@ -16,6 +16,7 @@ import {
   type YAMLMap,
 } from 'yaml';
 import { ConfigError, fieldPath } from './errors.js';
+import { unclosedMessage, unclosedOpenings } from './yaml-unclosed.js';
 
 /** A field path: map keys and list indexes, outermost first. */
 export type Path = (string | number)[];
@@ -61,7 +62,11 @@ export function startsWith(path: Path, prefix: Path): boolean {
   return prefix.every((seg, i) => path[i] === seg);
 }
 
-/** YAML syntax errors, one per line (one mistake often yields several), with a hint for unquoted cron text. */
+/**
+ * YAML syntax errors, one per line (one mistake often yields several), with a hint for unquoted cron text. A
+ * quoted string or `[`/`{` never closed is reported where it opens (yaml-unclosed.ts), and the library's errors
+ * after that opening, which follow from it, are left out.
+ */
 export function yamlErrors(
   errs: YAMLError[],
   file: string,
@@ -70,7 +75,16 @@ export function yamlErrors(
 ): ConfigError[] {
   const seen = new Set<number>();
   const out: ConfigError[] = [];
+  const unclosed = unclosedOpenings(text);
+  for (const u of unclosed) {
+    const pos = at(u.offset);
+    if (seen.has(pos.line)) continue;
+    seen.add(pos.line);
+    out.push(new ConfigError({ code: 'YAML_SYNTAX', file, ...pos, field: '', ...unclosedMessage(u) }));
+  }
+  const firstUnclosed = unclosed[0]?.offset ?? Infinity;
   for (const err of errs) {
+    if (err.pos[0] > firstUnclosed) continue;
     const { line, col } = at(err.pos[0]);
     if (seen.has(line)) continue;
     seen.add(line);

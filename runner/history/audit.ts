@@ -15,6 +15,9 @@ export const AUDIT_MAX_ENTRIES = 100_000;
 /** Default age limit when the flock has not published its `--history`. */
 const DEFAULT_AUDIT_AGE_MS = 30 * 86_400_000;
 
+/** The reason an audit entry records when the action was given none. */
+export const NO_REASON = '(no reason given)';
+
 export const auditActionSchema = z.enum(['trigger', 'suspend', 'resume', 'backfill', 'backfill-cancel']);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
@@ -27,18 +30,23 @@ export const auditEntrySchema = z
     via: z.enum(['api', 'cli']),
     action: auditActionSchema,
     schedule: z.string(),
-    reason: z.string().describe('why, as given ("" when none was asked for)'),
+    reason: z.string().describe(`why, as given; "\${NO_REASON}" when none was`),
     outcome: z.string().describe('what it did, in words (e.g. the occurrence key triggered)'),
   })
   .register(apiSchemas, { id: 'AuditEntry' });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 
-/** What an action records. */
-export type AuditRecord = Omit<AuditEntry, 'id' | 'atMs'>;
+/** What an action records: the reason may be left out (optional everywhere, as `kubectl cordon`'s). */
+export type AuditRecord = Omit<AuditEntry, 'id' | 'atMs' | 'reason'> & { reason?: string };
 
-/** Appends an entry; trims by count and by age. @returns its id. */
+/**
+ * Appends an entry; trims by count and by age. The one place that words a missing reason: an absent or blank
+ * `reason` is recorded as {@link NO_REASON}, whether the action came from the command line or the API.
+ * @returns its id.
+ */
 export async function recordAudit(redis: RedisClient, keys: Keyspace, e: AuditRecord): Promise<string> {
   const hk = new HistoryKeys(keys);
+  const reason = e.reason?.trim() || NO_REASON;
   const id = (await redis.xadd(
     hk.audit,
     'MAXLEN',
@@ -54,7 +62,7 @@ export async function recordAudit(redis: RedisClient, keys: Keyspace, e: AuditRe
     'schedule',
     e.schedule,
     'reason',
-    e.reason,
+    reason,
     'outcome',
     e.outcome,
   ))!;

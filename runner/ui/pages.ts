@@ -131,8 +131,8 @@ ${card('running now', s.running.length ? html`${s.running.map((k) => html`<div>$
 </div>
 <div class="actions" data-allowed="no">
 <form data-action="/api/v1/schedules/${name}/trigger"><button type="submit">Run now</button></form>
-<form data-action="/api/v1/schedules/${name}/suspend"><label>reason <input name="reason" required placeholder="why"></label><button type="submit">Suspend</button></form>
-<form data-action="/api/v1/schedules/${name}/resume"><label>reason <input name="reason" required placeholder="why"></label><button type="submit">Resume</button></form>
+<form data-action="/api/v1/schedules/${name}/suspend"><label>reason <input name="reason" placeholder="why (optional)"></label><button type="submit">Suspend</button></form>
+<form data-action="/api/v1/schedules/${name}/resume"><label>reason <input name="reason" placeholder="why (optional)"></label><button type="submit">Resume</button></form>
 <form data-action="/api/v1/schedules/${name}/backfill"><label>from <input name="from" placeholder="2026-01-01T00:00:00Z" size="20"></label><label>to <input name="to" placeholder="2026-01-02T00:00:00Z" size="20"></label><label><input type="checkbox" name="dryRun" checked> dry run</label><label>reason <input name="reason" size="12"></label><button type="submit">Backfill</button></form>
 <span id="actions-why" class="small muted"></span>
 </div>

@@ -6,7 +6,8 @@
  * and its log lines, and no secret in any answer.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,7 +81,11 @@ describe('dashboard API', () => {
     expect(first.body.items.map((s: { name: string }) => s.name)).toEqual(['filler-00', 'filler-01']);
     const s = first.body.items[0];
     expect(s).toMatchObject({ cron: '0 0 1 1 *', cronText: expect.stringMatching(/January/), timeZone: 'UTC', source: expect.stringMatching(/schedules\.yaml:\d+$/), jobKind: 'http' });
-    expect((await get(open, '/api/v1/schedules?limit=0')).status).toBe(400);
+    const badLimit = await get(open, '/api/v1/schedules?limit=0');
+    expect(badLimit.status).toBe(400);
+    expect(badLimit.body).toEqual({
+      error: { code: 'BAD_PARAMETER', field: 'query.limit', message: 'query.limit: must be at least 1; allowed: a whole number from 1 to 500' },
+    });
     expect((await get(open, '/api/v1/schedules?cursor=nonsense')).status).toBe(400);
   });
 
@@ -119,7 +124,9 @@ describe('dashboard API', () => {
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'http://evil.example' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await post(guarded, '/api/v1/schedules/talk-job/trigger', {}, { ...bearer(OPERATOR_TOKEN), origin: 'null' })).status).toBe(403);
-    expect((await post(guarded, '/api/v1/schedules/talk-job/suspend', {}, bearer(OPERATOR_TOKEN))).status).toBe(400); // no reason
+    const badReason = await post(guarded, '/api/v1/schedules/talk-job/suspend', { reason: 42 }, bearer(OPERATOR_TOKEN));
+    expect(badReason.status).toBe(400);
+    expect(badReason.body.error).toMatchObject({ code: 'BAD_PARAMETER', field: 'body.reason', message: expect.stringMatching(/^body\.reason: must be text, not a number; allowed: text of up to 500 characters/) });
     expect(await runs()).toEqual(before.runs);
     expect(await audit()).toBe(before.audit);
     expect(await flock.redisClient.hexists(keys.suspended, 'talk-job')).toBe(0);
@@ -154,29 +161,44 @@ describe('dashboard API', () => {
     expect(o.logs.find((l: { attempt: number; msg: string }) => l.attempt === 1 && l.msg === 'run started').fields.replica).toBe(claimant);
   });
 
-  it('suspends with a note and resumes (reasons required), shown in the list and the audit log', async () => {
+  it('suspends with a note and resumes without a reason (optional), shown in the list and the audit log as "(no reason given)"', async () => {
     const s = await post(guarded, '/api/v1/schedules/filler-03/suspend', { reason: 'db migration' }, bearer(OPERATOR_TOKEN));
     expect(s.body.done).toBe(true);
     expect((await post(guarded, '/api/v1/schedules/filler-03/suspend', { reason: 'again' }, bearer(OPERATOR_TOKEN))).body.done).toBe(false);
     await until(async () => (await get(open, '/api/v1/schedules?suspended=true')).body.items.length === 1, 10_000, 'the suspension in the list');
     const listed = (await get(open, '/api/v1/schedules?suspended=true')).body.items[0];
     expect(listed).toMatchObject({ name: 'filler-03', suspended: true, suspension: { by: 'api:alice', note: 'db migration' } });
-    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', {}, bearer(OPERATOR_TOKEN))).status).toBe(400);
-    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', { reason: 'migration done' }, bearer(OPERATOR_TOKEN))).body.done).toBe(true);
+    const resumed = await post(guarded, '/api/v1/schedules/filler-03/resume', {}, bearer(OPERATOR_TOKEN));
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.done).toBe(true);
+    expect((await post(guarded, '/api/v1/schedules/filler-03/suspend', undefined, bearer(OPERATOR_TOKEN))).body.done).toBe(true); // no body at all
     const audit = (await get(open, '/api/v1/audit?schedule=filler-03')).body.items;
-    expect(audit.map((e: { action: string; reason: string }) => [e.action, e.reason])).toEqual([['resume', 'migration done'], ['suspend', 'db migration']]);
+    expect(audit.map((e: { action: string; reason: string }) => [e.action, e.reason])).toEqual([
+      ['suspend', '(no reason given)'],
+      ['resume', '(no reason given)'],
+      ['suspend', 'db migration'],
+    ]);
+    expect((await post(guarded, '/api/v1/schedules/filler-03/resume', { reason: 'migration done' }, bearer(OPERATOR_TOKEN))).body.done).toBe(true);
+    expect((await get(open, '/api/v1/audit?schedule=filler-03&limit=1')).body.items[0]).toMatchObject({ action: 'resume', reason: 'migration done' });
     const dry = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2020-01-01T00:00:00Z', to: '2023-01-01T00:00:00Z', dryRun: true }, bearer(OPERATOR_TOKEN));
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
   });
 
   it('records the command line\'s actions in the same audit log, and `cronflock audit` prints it', async () => {
-    const cli = (...args: string[]) => execFileSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' });
-    cli('suspend', 'filler-07', '--note', 'disk full on the target');
-    cli('resume', 'filler-07', '--reason', 'disk cleaned');
-    const entries = JSON.parse(cli('audit', '--schedule', 'filler-07', '--json')) as { action: string; via: string; reason: string; who: string }[];
+    // Not execFileSync: blocking this process for seconds starves the in-process dashboards, whose idle
+    // keep-alive sockets then close under the next test's first request (ECONNRESET).
+    const cli = async (...args: string[]) => (await promisify(execFile)(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8' })).stdout;
+    await cli('suspend', 'filler-07', '--note', 'disk full on the target');
+    await cli('resume', 'filler-07', '--reason', 'disk cleaned');
+    const entries = JSON.parse(await cli('audit', '--schedule', 'filler-07', '--json')) as { action: string; via: string; reason: string; who: string }[];
     expect(entries.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', 'disk cleaned'], ['suspend', 'cli', 'disk full on the target']]);
     expect(entries[0]!.who).toMatch(/@/);
-    expect(cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
+    expect(await cli('audit', '--schedule', 'filler-07')).toMatch(/suspend\s+filler-07\s+disk full on the target/);
+    // No reason on the command line: the same words as the API's, not an empty field.
+    await cli('suspend', 'filler-08');
+    await cli('resume', 'filler-08');
+    const bare = JSON.parse(await cli('audit', '--schedule', 'filler-08', '--json')) as { action: string; via: string; reason: string }[];
+    expect(bare.map((e) => [e.action, e.via, e.reason])).toEqual([['resume', 'cli', '(no reason given)'], ['suspend', 'cli', '(no reason given)']]);
   });
 
   it('serves its OpenAPI 3.1 document, the flock, and no secret in any answer', async () => {
