@@ -111,10 +111,11 @@ export class OutboxStore {
     channel: string;
     stateTtlMs: number;
   }): Promise<TakeResult> {
+    const { entryId, ...args } = o;
     const out = (await this.scripts.run(
       'outbox-take',
-      [this.k.deliveries(o.entryId), this.k.rate(o.schedule, o.channel), this.k.summaries, this.k.consumers, this.k.stream, this.k.last],
-      [o.field, o.consumer, o.leaseMs, o.rateMax, o.rateWindowMs, o.event, o.schedule, o.channel, o.stateTtlMs],
+      [this.k.deliveries(entryId), this.k.rate(o.schedule, o.channel), this.k.summaries, this.k.consumers, this.k.stream, this.k.last],
+      args,
     )) as [string, string | number];
     switch (out[0]) {
       case 'take':
@@ -130,7 +131,7 @@ export class OutboxStore {
 
   /** Records how a send ended (outbox-settle.lua). @returns 1 recorded, 2 sent after a take-over, 0 ignored. */
   async settle(entryId: string, field: string, consumer: string, outcome: 'sent' | 'retry' | 'gaveup', retryInMs = 0, error = ''): Promise<number> {
-    return Number(await this.scripts.run('outbox-settle', [this.k.deliveries(entryId)], [field, consumer, outcome, retryInMs, error.slice(0, 500)]));
+    return Number(await this.scripts.run('outbox-settle', [this.k.deliveries(entryId)], { field, consumer, outcome, retryInMs, error: error.slice(0, 500) }));
   }
 
   /** Acknowledges and deletes the entry once every delivery is done (outbox-complete.lua). @returns true when it did. */

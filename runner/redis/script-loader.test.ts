@@ -66,8 +66,10 @@ function contracts(now: number): Record<ScriptName, Contract> {
   const locked = (): Promise<unknown> => run('job-lock-acquire', [k.jobLock('l'), k.jobFence('l')], ['owner', 2000]);
   const backfilled = (): Promise<unknown> =>
     run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], { occPrefix: k.occurrencePrefix, schedule: 's', by: 'cli', policy: 'Forbid', retentionMs: 120_000, items: [[key, now]] });
+  const take = { field: 'ok/c', consumer: 'a#1', leaseMs: 5000, rateMax: 0, rateWindowMs: 60_000, event: 'ok', schedule: 's', channel: 'c', stateTtlMs: 60_000 };
+  const sent = { field: 'ok/c', consumer: 'a#1', outcome: 'sent', retryInMs: 0, error: '' };
   const taken = (): Promise<unknown> =>
-    run('outbox-take', [ob.deliveries('1-1'), ob.rate('s', 'c'), ob.summaries, ob.consumers, ob.stream, ob.last], ['ok/c', 'a#1', 5000, 0, 60_000, 'ok', 's', 'c', 60_000]);
+    run('outbox-take', [ob.deliveries('1-1'), ob.rate('s', 'c'), ob.summaries, ob.consumers, ob.stream, ob.last], take);
   return {
     plan: {
       keys: [k.pending, k.watermarks, k.schedules, k.planMarks],
@@ -143,16 +145,16 @@ function contracts(now: number): Record<ScriptName, Contract> {
     },
     'outbox-take': {
       keys: [ob.deliveries('1-1'), ob.rate('s', 'c'), ob.summaries, ob.consumers, ob.stream, ob.last],
-      argv: ['ok/c', 'a#1', 5000, 0, 60_000, 'ok', 's', 'c', 60_000],
+      argv: take,
       returns: ['take', 1],
     },
-    'outbox-settle': { before: taken, keys: [ob.deliveries('1-1')], argv: ['ok/c', 'a#1', 'sent', 0, ''], returns: 1 },
+    'outbox-settle': { before: taken, keys: [ob.deliveries('1-1')], argv: sent, returns: 1 },
     'outbox-complete': {
       before: async () => {
         await redis.xgroup('CREATE', ob.stream, OUTBOX_GROUP, '0', 'MKSTREAM');
         await redis.xadd(ob.stream, '1-1', 'kind', 'outcome');
         await taken();
-        await run('outbox-settle', [ob.deliveries('1-1')], ['ok/c', 'a#1', 'sent', 0, '']);
+        await run('outbox-settle', [ob.deliveries('1-1')], sent);
       },
       keys: [ob.stream, ob.deliveries('1-1')],
       argv: [OUTBOX_GROUP, '1-1', 'ok/c'],

@@ -2,18 +2,20 @@
   outbox-settle: record how a send ended (delivery states: includes/outbox-delivery.lua).
 
   KEYS[1] delivery state (HASH of the entry)
-  ARGV[1] field (`<event>/<channel>`)
-  ARGV[2] consumer (`<replica>#<incarnation>`)
-  ARGV[3] outcome: sent | retry | gaveup
-  ARGV[4] retry delay ms (for retry)
-  ARGV[5] error (for retry and gaveup)
+  ARGV[1] packed:
+    field          the delivery (`<event>/<channel>`)
+    consumer       `<replica>#<incarnation>`
+    outcome        sent | retry | gaveup
+    retryInMs      the retry delay (for retry)
+    error          the error (for retry and gaveup; `|` becomes `/`)
   Returns: 1 recorded as the holder; 2 `sent` recorded after another consumer took the lease over (it may send
     a second copy, with the same id); 0 ignored (already done, or a failure reported by a consumer that no
     longer holds the lease: the holder's result counts).
 ]]
 -- @include "includes/outbox-delivery.lua"
 
-local field, consumer, outcome = ARGV[1], ARGV[2], ARGV[3]
+local args = cmsgpack.unpack(ARGV[1])
+local field, consumer, outcome = args.field, args.consumer, args.outcome
 local kind, at, who, n = parseState(rcall('HGET', KEYS[1], field))
 if not kind or isDone(kind) then return 0 end
 if outcome == 'sent' then
@@ -22,9 +24,9 @@ if outcome == 'sent' then
   return 2
 end
 if who ~= consumer then return 0 end
-local err = string.gsub(ARGV[5], '|', '/')
+local err = string.gsub(args.error, '|', '/')
 if outcome == 'retry' then
-  rcall('HSET', KEYS[1], field, 'retry|' .. (now + tonumber(ARGV[4])) .. '|-|' .. n .. '|' .. err)
+  rcall('HSET', KEYS[1], field, 'retry|' .. (now + args.retryInMs) .. '|-|' .. n .. '|' .. err)
 else
   rcall('HSET', KEYS[1], field, 'gaveup|' .. now .. '|' .. consumer .. '|' .. n .. '|' .. err)
 end

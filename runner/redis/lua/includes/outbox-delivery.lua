@@ -19,9 +19,7 @@
   that schedule and channel, or by the tick at the window's end, whichever comes first: the summary member of
   `{ns}:outbox:summaries` is removed by whoever makes it, so there is exactly one).
 ]]
-local rcall = redis.call
-local t = rcall('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- @include "now.lua"
 
 local function parseState(v)
   if not v then return nil, 0, '', 0 end
