@@ -195,7 +195,7 @@ describe('delivery state', () => {
 
 describe('rate limit', () => {
   it('lets max messages through per window, suppresses the rest, and ends the window with exactly one summary', async () => {
-    await redis.hset(`${keys.ns}:outbox:last`, 's', 'failed');
+    await redis.hset(outbox.k.last, 's', 'failed');
     const take = (i: number, event = 'failed') =>
       outbox.take({ entryId: `${i}-0`, field: `${event}/slack`, consumer: 'r#1', leaseMs: 1000, rateMax: 2, rateWindowMs: 600, event, schedule: 's', channel: 'slack', stateTtlMs: 60_000 });
     expect((await take(1)).status).toBe('take');

@@ -6,41 +6,10 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
+import { OutboxKeys } from './keys.js';
 
 /** The consumer group every replica of a flock reads the outbox with: each entry goes to one consumer. */
 export const OUTBOX_GROUP = 'deliver';
-
-/** Key names of the outbox of one flock (all under the flock's hash tag, so one Cluster slot). */
-export class OutboxKeys {
-  constructor(readonly ns: string) {}
-  /** STREAM of outcomes and summaries not yet delivered. */
-  get stream(): string {
-    return `${this.ns}:outbox`;
-  }
-  /** HASH schedule → last outcome among succeeded, failed, missed (for recovered). */
-  get last(): string {
-    return `${this.ns}:outbox:last`;
-  }
-  /** HASH `<event>/<channel>` → delivery state of one entry. */
-  deliveries(entryId: string): string {
-    return `${this.ns}:outbox:d:${entryId}`;
-  }
-  /** HASH of the rate window of a schedule on a channel. */
-  rate(schedule: string, channel: string): string {
-    return `${this.ratePrefix}${schedule}:${channel}`;
-  }
-  get ratePrefix(): string {
-    return `${this.ns}:outbox:rate:`;
-  }
-  /** ZSET consumer → expiry (Redis ms): deliverers alive now; a dead one's `sending` leases are taken over. */
-  get consumers(): string {
-    return `${this.ns}:outbox:consumers`;
-  }
-  /** ZSET `<schedule>|<channel>|<window start>` → window end: windows that owe a summary. */
-  get summaries(): string {
-    return `${this.ns}:outbox:summaries`;
-  }
-}
 
 /** Answer of {@link OutboxStore.take}. */
 export type TakeResult =
@@ -64,7 +33,7 @@ export class OutboxStore {
     readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {
-    this.k = new OutboxKeys(keys.ns);
+    this.k = new OutboxKeys(keys);
     this.scripts = Scripts.on(redis);
   }
 

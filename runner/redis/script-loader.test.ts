@@ -11,7 +11,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HistoryKeys } from '../history/keys.js';
-import { OUTBOX_GROUP, OutboxKeys } from '../outbox/store.js';
+import { OutboxKeys } from '../outbox/keys.js';
+import { OUTBOX_GROUP } from '../outbox/store.js';
 import { FINAL_STATES } from '../records/runs.js';
 import { Keyspace } from './keys.js';
 import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
@@ -20,7 +21,7 @@ import { RedisServerProcess } from './server-process.js';
 let server: RedisServerProcess;
 let redis: Redis;
 const k = new Keyspace('c');
-const ob = new OutboxKeys(k.ns);
+const ob = new OutboxKeys(k);
 
 beforeAll(async () => {
   server = await RedisServerProcess.start();
