@@ -53,6 +53,13 @@ export interface RedisEvalClient {
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
 }
 
+/**
+ * The compare-and-set, inline on purpose (not a file of runner/redis/lua/ through the script loader): this module
+ * is part of the `cronflock/receiver` entry that users' receivers import, which stays self-contained (only
+ * node: built-ins, nothing from runner/); it runs on the user's own client through plain EVAL (ioredis or
+ * node-redis, {@link RedisEvalClient}), not on a cronflock connection the loader defines its commands on; and its
+ * key is the user's (`<prefix><key>`), not one of a flock's Keyspace. It reads no clock (the expiry is `EX`).
+ */
 const REDIS_ACCEPT_LUA = `
 local cur = redis.call('GET', KEYS[1])
 if cur and tonumber(ARGV[1]) < tonumber(cur) then return 0 end

@@ -3,6 +3,7 @@
  * previous key during a rotation; the replay guard refuses a second use; the fencing guard refuses a lower
  * token (in memory and in a real Redis); the node:http adapter answers 401/409 for each refusal.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -21,6 +22,18 @@ import {
 } from './index.js';
 
 const body = JSON.stringify({ occurrence: 'nightly@2026-01-01T02:00:00.000Z', fencingToken: 3 });
+
+describe('the cronflock/receiver entry', () => {
+  it('imports only node: built-ins and its own folder (users load it in their receivers: no runner/, no script loader)', () => {
+    const dir = new URL('./', import.meta.url);
+    const sources = readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    expect(sources).toContain('fencing.ts');
+    for (const f of sources) {
+      const from = [...readFileSync(new URL(f, dir), 'utf8').matchAll(/^(?:import|export)\b[^;]*?from '([^']+)'/gm)].map((m) => m[1]!);
+      for (const spec of from) expect(spec, `${f} imports ${spec}`).toMatch(/^(node:|\.\/[\w-]+\.js$)/);
+    }
+  });
+});
 
 describe('verifySignature', () => {
   const now = 1_800_000_000;

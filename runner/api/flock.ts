@@ -5,7 +5,7 @@
 import { OwnershipView } from '../engine/ownership.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
-import { replicaInfoKey, type ReplicaInfo } from './replica-info.js';
+import type { ReplicaInfo } from './replica-info.js';
 import type { ScheduleIndex } from './schedule-index.js';
 import type { z } from 'zod';
 import type { flockSchema } from './schemas.js';
@@ -32,7 +32,7 @@ export async function readFlock(redis: RedisClient, keys: Keyspace, index: Sched
   const nowMs = await redisTimeMs(redis, keys);
   const [members, info, server, memory, replication, clients, policy] = await Promise.all([
     redis.zrangebyscore(keys.replicas, nowMs + 1, '+inf', 'WITHSCORES'),
-    redis.hgetall(replicaInfoKey(keys)),
+    redis.hgetall(keys.replicaInfo),
     redis.info('server'),
     redis.info('memory'),
     redis.info('replication'),

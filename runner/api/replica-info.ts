@@ -25,9 +25,6 @@ export interface ReplicaInfo {
   atMs: number;
 }
 
-/** The hash of replica entries. */
-export const replicaInfoKey = (keys: Keyspace): string => `${keys.ns}:replicas:info`;
-
 /** What a replica exposes to {@link startReplicaInfo}. */
 export interface InfoSource {
   name: string;
@@ -44,7 +41,7 @@ export interface InfoSource {
  */
 export function startReplicaInfo(redis: RedisClient, keys: Keyspace, src: InfoSource): () => Promise<void> {
   const startedAtMs = src.nowMs();
-  const key = replicaInfoKey(keys);
+  const key = keys.replicaInfo;
   let timer: NodeJS.Timeout | undefined;
   const write = async (): Promise<void> => {
     const info: ReplicaInfo = {

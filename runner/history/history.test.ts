@@ -9,7 +9,7 @@ import { claimRequest as req, redisNow as now0, scriptHarness } from '../../test
 import { HistoryKeys } from './keys.js';
 import { readOccurrence, readOccurrences } from './read.js';
 import { publishHistoryMs } from './config.js';
-import { OutboxKeys } from '../outbox/store.js';
+import { OutboxKeys } from '../outbox/keys.js';
 
 const h = scriptHarness();
 const hk = new HistoryKeys(h.keys);
@@ -78,7 +78,7 @@ describe('history', () => {
     expect(await h.redis.hget(hk.last, 's')).toMatch(new RegExp(`^${due}\\|`));
     expect(Object.keys(await h.redis.hgetall(hk.counts('s'))).map((f) => f[0])).toEqual(['k']);
     // The same final state reached the outbox and the schedule's last result (alerts' lastresult).
-    const outbox = await h.redis.xrange(new OutboxKeys(h.keys.ns).stream, '-', '+');
+    const outbox = await h.redis.xrange(new OutboxKeys(h.keys).stream, '-', '+');
     const fields = outbox.map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
     expect(fields).toEqual([expect.objectContaining({ key, schedule: 's', state: 'skipped', reason: 'calendar holidays' })]);
     expect(await h.redis.hget(h.keys.lastResult, 's')).toMatch(new RegExp(`^0\\|skipped\\|${due}\\|\\d+\\|calendar holidays$`));

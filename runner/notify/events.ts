@@ -26,7 +26,7 @@ export interface OutboxOutcome {
   atMs: number;
 }
 
-/** A summary of rate-limited messages, due when the window ended (see runner/outbox/scripts.ts). */
+/** A summary of rate-limited messages, due when the window ended (see runner/redis/lua/includes/outbox-delivery.lua). */
 export interface OutboxSummary {
   kind: 'summary';
   schedule: string;

@@ -181,6 +181,18 @@ describe('delivery state', () => {
     expect(await outbox.settle('1-1', 'failed/webhook', 'dead#1', 'sent')).toBe(2);
   });
 
+  it("a tick keeps its deliverer live until Redis now + ttl, so its lease is not taken over; one expired for a minute is dropped", async () => {
+    const now = await redisNow();
+    await redis.zadd(outbox.k.consumers, now - 61_000, 'gone#0');
+    await outbox.tick('live#1', 60_000);
+    const expiry = Number(await redis.zscore(outbox.k.consumers, 'live#1'));
+    expect(expiry).toBeGreaterThanOrEqual(now + 60_000);
+    expect(expiry).toBeLessThan(now + 60_000 + 10_000);
+    expect(await redis.zscore(outbox.k.consumers, 'gone#0')).toBeNull();
+    expect((await outbox.take({ ...base, consumer: 'live#1' })).status).toBe('take');
+    expect((await outbox.take({ ...base, consumer: 'other#2' })).status).toBe('wait');
+  });
+
   it('a failed send waits for its retry time on the Redis clock, then is taken with the next attempt; gave up is final', async () => {
     await redis.zadd(outbox.k.consumers, (await redisNow()) + 60_000, 'r1#a');
     await outbox.take({ ...base, consumer: 'r1#a' });
@@ -195,7 +207,7 @@ describe('delivery state', () => {
 
 describe('rate limit', () => {
   it('lets max messages through per window, suppresses the rest, and ends the window with exactly one summary', async () => {
-    await redis.hset(`${keys.ns}:outbox:last`, 's', 'failed');
+    await redis.hset(outbox.k.last, 's', 'failed');
     const take = (i: number, event = 'failed') =>
       outbox.take({ entryId: `${i}-0`, field: `${event}/slack`, consumer: 'r#1', leaseMs: 1000, rateMax: 2, rateWindowMs: 600, event, schedule: 's', channel: 'slack', stateTtlMs: 60_000 });
     expect((await take(1)).status).toBe('take');

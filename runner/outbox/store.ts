@@ -1,46 +1,15 @@
 /**
  * Typed access to the outbox in Redis: the stream `{ns}:outbox` (written by the engine's scripts, see
  * `emitOutcome` in runner/redis/lua/includes/outbox.lua), its consumer group, and the delivery-state scripts
- * (./scripts.ts).
+ * (runner/redis/lua/outbox-*.lua; the delivery states are described in lua/includes/outbox-delivery.lua).
  */
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
-import { completeScript, OUTBOX_SCRIPTS, settleScript, takeScript, tickScript } from './scripts.js';
+import { Scripts } from '../redis/script-loader.js';
+import { OutboxKeys } from './keys.js';
 
 /** The consumer group every replica of a flock reads the outbox with: each entry goes to one consumer. */
 export const OUTBOX_GROUP = 'deliver';
-
-/** Key names of the outbox of one flock (all under the flock's hash tag, so one Cluster slot). */
-export class OutboxKeys {
-  constructor(readonly ns: string) {}
-  /** STREAM of outcomes and summaries not yet delivered. */
-  get stream(): string {
-    return `${this.ns}:outbox`;
-  }
-  /** HASH schedule → last outcome among succeeded, failed, missed (for recovered). */
-  get last(): string {
-    return `${this.ns}:outbox:last`;
-  }
-  /** HASH `<event>/<channel>` → delivery state of one entry. */
-  deliveries(entryId: string): string {
-    return `${this.ns}:outbox:d:${entryId}`;
-  }
-  /** HASH of the rate window of a schedule on a channel. */
-  rate(schedule: string, channel: string): string {
-    return `${this.ratePrefix}${schedule}:${channel}`;
-  }
-  get ratePrefix(): string {
-    return `${this.ns}:outbox:rate:`;
-  }
-  /** ZSET consumer → expiry (Redis ms): deliverers alive now; a dead one's `sending` leases are taken over. */
-  get consumers(): string {
-    return `${this.ns}:outbox:consumers`;
-  }
-  /** ZSET `<schedule>|<channel>|<window start>` → window end: windows that owe a summary. */
-  get summaries(): string {
-    return `${this.ns}:outbox:summaries`;
-  }
-}
 
 /** Answer of {@link OutboxStore.take}. */
 export type TakeResult =
@@ -55,20 +24,17 @@ export interface RawEntry {
   fields: string[];
 }
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
-
 /** The outbox scripts and stream commands, bound to one connection. */
 export class OutboxStore {
   readonly k: OutboxKeys;
-  private readonly fns: Record<string, ScriptFn>;
+  private readonly scripts: Scripts;
 
   constructor(
     readonly redis: RedisClient,
     private readonly keys: Keyspace,
   ) {
-    this.k = new OutboxKeys(keys.ns);
-    for (const s of OUTBOX_SCRIPTS) if (!(s.name in redis)) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    this.fns = Object.fromEntries(OUTBOX_SCRIPTS.map((s) => [s.name, (redis as unknown as Record<string, ScriptFn>)[s.name]!.bind(redis)]));
+    this.k = new OutboxKeys(keys);
+    this.scripts = Scripts.on(redis);
   }
 
   /** Creates the stream and the group (from the stream's start, so entries written before are delivered). */
@@ -101,7 +67,7 @@ export class OutboxStore {
     return { entries: entries.map(([id, fields]) => ({ id, fields })), cursor: res[0] };
   }
 
-  /** See {@link takeScript}. */
+  /** May `consumer` send this delivery now (runner/redis/lua/outbox-take.lua)? */
   async take(o: {
     entryId: string;
     field: string;
@@ -114,22 +80,11 @@ export class OutboxStore {
     channel: string;
     stateTtlMs: number;
   }): Promise<TakeResult> {
-    const out = (await this.fns[takeScript.name]!(
-      this.k.deliveries(o.entryId),
-      this.k.rate(o.schedule, o.channel),
-      this.k.summaries,
-      this.k.consumers,
-      this.k.stream,
-      this.k.last,
-      o.field,
-      o.consumer,
-      o.leaseMs,
-      o.rateMax,
-      o.rateWindowMs,
-      o.event,
-      o.schedule,
-      o.channel,
-      o.stateTtlMs,
+    const { entryId, ...args } = o;
+    const out = (await this.scripts.run(
+      'outbox-take',
+      [this.k.deliveries(entryId), this.k.rate(o.schedule, o.channel), this.k.summaries, this.k.consumers, this.k.stream, this.k.last],
+      args,
     )) as [string, string | number];
     switch (out[0]) {
       case 'take':
@@ -143,22 +98,22 @@ export class OutboxStore {
     }
   }
 
-  /** See {@link settleScript}. @returns 1 recorded, 2 sent after a take-over, 0 ignored. */
+  /** Records how a send ended (outbox-settle.lua). @returns 1 recorded, 2 sent after a take-over, 0 ignored. */
   async settle(entryId: string, field: string, consumer: string, outcome: 'sent' | 'retry' | 'gaveup', retryInMs = 0, error = ''): Promise<number> {
-    return Number(await this.fns[settleScript.name]!(this.k.deliveries(entryId), field, consumer, outcome, retryInMs, error.slice(0, 500)));
+    return Number(await this.scripts.run('outbox-settle', [this.k.deliveries(entryId)], { field, consumer, outcome, retryInMs, error: error.slice(0, 500) }));
   }
 
-  /** See {@link completeScript}. @returns true when the entry was acknowledged and deleted. */
+  /** Acknowledges and deletes the entry once every delivery is done (outbox-complete.lua). @returns true when it did. */
   async complete(entryId: string, fields: readonly string[]): Promise<boolean> {
-    return Number(await this.fns[completeScript.name]!(this.k.stream, this.k.deliveries(entryId), OUTBOX_GROUP, entryId, ...fields)) === 1;
+    return Number(await this.scripts.run('outbox-complete', [this.k.stream, this.k.deliveries(entryId)], [OUTBOX_GROUP, entryId, ...fields])) === 1;
   }
 
   /**
-   * See {@link tickScript}: renews `consumer` as live for `ttlMs` (0: removes it) and ends due rate windows.
+   * outbox-tick.lua: renews `consumer` as live for `ttlMs` (0: removes it) and ends due rate windows.
    * @returns the number of windows ended.
    */
   async tick(consumer: string, ttlMs: number, limit = 100): Promise<number> {
-    return Number(await this.fns[tickScript.name]!(this.k.summaries, this.k.stream, this.k.last, this.k.consumers, this.k.ratePrefix, limit, consumer, ttlMs));
+    return Number(await this.scripts.run('outbox-tick', [this.k.summaries, this.k.stream, this.k.last, this.k.consumers], [this.k.ratePrefix, limit, consumer, ttlMs]));
   }
 
   /** Removes consumers that hold no entries and were idle longer than `idleMs` (replicas long gone). */

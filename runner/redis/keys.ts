@@ -67,6 +67,10 @@ export class Keyspace {
   get replicaDigests(): string {
     return `${this.ns}:replicas:digest`;
   }
+  /** HASH replica → what it says about itself for the dashboard (runner/api/replica-info.ts). */
+  get replicaInfo(): string {
+    return `${this.ns}:replicas:info`;
+  }
   /** ZSET of a schedule's claimed occurrences scored by lease end: what the concurrency policy sees. */
   active(schedule: string): string {
     return `${this.ns}:active:${schedule}`;

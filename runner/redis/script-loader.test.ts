@@ -11,6 +11,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HistoryKeys } from '../history/keys.js';
+import { OutboxKeys } from '../outbox/keys.js';
+import { OUTBOX_GROUP } from '../outbox/store.js';
 import { FINAL_STATES } from '../records/runs.js';
 import { Keyspace } from './keys.js';
 import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
@@ -19,6 +21,7 @@ import { RedisServerProcess } from './server-process.js';
 let server: RedisServerProcess;
 let redis: Redis;
 const k = new Keyspace('c');
+const ob = new OutboxKeys(k);
 
 beforeAll(async () => {
   server = await RedisServerProcess.start();
@@ -64,6 +67,10 @@ function contracts(now: number): Record<ScriptName, Contract> {
   const locked = (): Promise<unknown> => run('job-lock-acquire', [k.jobLock('l'), k.jobFence('l')], ['owner', 2000]);
   const backfilled = (): Promise<unknown> =>
     run('backfill-enqueue', [k.backfillSchedules, k.backfillQueue('s'), k.runs('s'), k.schedules], { occPrefix: k.occurrencePrefix, schedule: 's', by: 'cli', policy: 'Forbid', retentionMs: 120_000, items: [[key, now]] });
+  const take = { field: 'ok/c', consumer: 'a#1', leaseMs: 5000, rateMax: 0, rateWindowMs: 60_000, event: 'ok', schedule: 's', channel: 'c', stateTtlMs: 60_000 };
+  const sent = { field: 'ok/c', consumer: 'a#1', outcome: 'sent', retryInMs: 0, error: '' };
+  const taken = (): Promise<unknown> =>
+    run('outbox-take', [ob.deliveries('1-1'), ob.rate('s', 'c'), ob.summaries, ob.consumers, ob.stream, ob.last], take);
   return {
     plan: {
       keys: [k.pending, k.watermarks, k.schedules, k.planMarks],
@@ -137,6 +144,24 @@ function contracts(now: number): Record<ScriptName, Contract> {
       argv: [1, 60_000, 'set', 'field', 'value'],
       returns: 1,
     },
+    'outbox-take': {
+      keys: [ob.deliveries('1-1'), ob.rate('s', 'c'), ob.summaries, ob.consumers, ob.stream, ob.last],
+      argv: take,
+      returns: ['take', 1],
+    },
+    'outbox-settle': { before: taken, keys: [ob.deliveries('1-1')], argv: sent, returns: 1 },
+    'outbox-complete': {
+      before: async () => {
+        await redis.xgroup('CREATE', ob.stream, OUTBOX_GROUP, '0', 'MKSTREAM');
+        await redis.xadd(ob.stream, '1-1', 'kind', 'outcome');
+        await taken();
+        await run('outbox-settle', [ob.deliveries('1-1')], sent);
+      },
+      keys: [ob.stream, ob.deliveries('1-1')],
+      argv: [OUTBOX_GROUP, '1-1', 'ok/c'],
+      returns: 1,
+    },
+    'outbox-tick': { keys: [ob.summaries, ob.stream, ob.last, ob.consumers], argv: [ob.ratePrefix, 100, 'a#1', 60_000], returns: 0 },
   };
 }
 

@@ -56,6 +56,10 @@ export const SCRIPT_NAMES = [
   'job-lock-renew',
   'job-lock-release',
   'job-checkpoint',
+  'outbox-take',
+  'outbox-settle',
+  'outbox-complete',
+  'outbox-tick',
 ] as const;
 
 /** The name of a script: its file name without `.lua`. */
