@@ -6,6 +6,7 @@
  * which bench/RESULTS.md (current figures and issue 16's targets, met or missed) is rewritten (bench/lib/report.ts).
  *
  *   throughput  --replicas 1,3,5 --schedules 1000,10000,100000 --seconds 15   cronflock (jittered, jitter 0) vs BullMQ Job Schedulers
+ *               (--redis-replicas 1 --redis-wait-replicas 1: the cost of WAIT after each claim and final state)
  *   burst       --schedules 100000 --jitters 0,60s                            one instant, jitter 0 vs 60 s
  *   failover    --trials 30 --locks default,1s,500ms                          vs a lease singleton (15/10/2 s)
  *   idle        --schedules 1000000 --due 10                                  RSS/CPU with many registered schedules

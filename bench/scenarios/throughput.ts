@@ -12,6 +12,9 @@
  *   --peers cronflock,cronflock0,bullmq   which systems to run (cronflock0: cronflock with jitter 0)
  *   --log-level warn               the replicas' log level (info adds two JSON lines per run)
  *   --no-aof                       Redis without AOF (default: AOF on, as the README asks of production)
+ *   --redis-replicas 1             give each system's redis-server this many Redis replicas (`--replicaof`)
+ *   --redis-wait-replicas 1        cronflock's `--redis-wait-replicas` (WAIT after each claim and final state);
+ *                                  compare runs with the same --redis-replicas and 0 or 1 here for its cost
  *
  * Each system runs alone on its own redis-server (a fresh process: no state or AOF of the previous system), so
  * that Redis commands and CPU per occurrence are that system's alone: deltas of INFO commandstats / INFO cpu
@@ -32,6 +35,7 @@ import { parseDurationMs } from '../../runner/time/duration.js';
 import { forkTracked, killAndWait, nextMessage, ProcWatch, ReplicaProc } from '../lib/procs.js';
 import { counterDelta, redisCounters, topCommands, type RedisCounters } from '../lib/redis-stats.js';
 import { BenchRedis } from '../lib/redis.js';
+import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { report, runConditions } from '../lib/report.js';
 import { THROUGHPUT_SYSTEMS, type ThroughputSystem } from '../lib/results.js';
 import { DIST_BENCH, dist3, Flags, fmt, NOOP_JOB, pct, ratio, sleep } from '../lib/util.js';
@@ -60,7 +64,7 @@ async function cronflockPhase(
   system: ThroughputSystem,
   redis: BenchRedis,
   probe: Redis,
-  o: { replicas: number; schedules: number; seconds: number; warmup: number; jitter: string; concurrency: number; logLevel: string },
+  o: { replicas: number; schedules: number; seconds: number; warmup: number; jitter: string; concurrency: number; logLevel: string; args: string[] },
 ): Promise<PhaseResult> {
   const dir = mkdtempSync(join(tmpdir(), 'cronflock-bench-'));
   const file = join(dir, 'schedules.yaml');
@@ -81,7 +85,7 @@ async function cronflockPhase(
           name: `b${i + 1}`,
           schedules: file,
           redisUrl: redis.url,
-          args: ['--concurrency', String(o.concurrency)],
+          args: ['--concurrency', String(o.concurrency), ...o.args],
           logLevel: o.logLevel,
           probe,
           readyTimeoutMs: 120_000 + o.schedules * 3 * o.replicas,
@@ -282,6 +286,22 @@ export function cellFigures(cell: CellResults, offered: number, replicas: number
   return out;
 }
 
+/** A Redis replica of the server at `primaryUrl` (`--replicaof`), once its link to the primary is up. */
+async function startFollower(primaryUrl: string, aof: boolean): Promise<RedisServerProcess> {
+  const { hostname, port } = new URL(primaryUrl);
+  const r = await RedisServerProcess.start({ appendOnly: aof, args: ['--replicaof', hostname, port] });
+  const c = new Redis(r.url, { maxRetriesPerRequest: 3 });
+  try {
+    for (let i = 0; !/master_link_status:up/.test(await c.info('replication')); i++) {
+      if (i > 200) throw new Error(`the Redis replica on ${r.url} did not link to ${primaryUrl} within 10 s`);
+      await sleep(50);
+    }
+  } finally {
+    c.disconnect();
+  }
+  return r;
+}
+
 export async function throughput(f: Flags): Promise<void> {
   const replicasList = f.nums('replicas', [3]);
   const schedulesList = f.nums('schedules', [1000]);
@@ -295,6 +315,9 @@ export async function throughput(f: Flags): Promise<void> {
   }
   const logLevel = f.str('log-level', 'warn');
   const aof = !f.bool('no-aof');
+  const redisReplicas = f.num('redis-replicas', 0);
+  const waitReplicas = f.num('redis-wait-replicas', 0);
+  if (waitReplicas > redisReplicas) throw new Error(`--redis-wait-replicas ${waitReplicas} needs --redis-replicas ${waitReplicas} or more (got ${redisReplicas}): WAIT would time out on every claim`);
   const label = (id: ThroughputSystem): string => (id === 'cronflock' ? `cronflock (jitter ${jitter})` : THROUGHPUT_SYSTEMS.find((s) => s.id === id)!.label);
   for (const schedules of schedulesList) {
     for (const replicas of replicasList) {
@@ -307,17 +330,29 @@ export async function throughput(f: Flags): Promise<void> {
         // Its own redis-server: the counters are this system's alone, and nothing is left over from the last.
         const redis = await BenchRedis.start({ appendOnly: aof });
         const probe = new Redis(redis.url, { maxRetriesPerRequest: 3 });
+        const followers: RedisServerProcess[] = [];
         try {
+          for (let i = 0; i < redisReplicas; i++) followers.push(await startFollower(redis.url, aof));
           const r =
             id === 'bullmq'
               ? await bullmqPhase(redis, probe, { replicas, schedules, seconds, warmup, concurrency })
-              : await cronflockPhase(id, redis, probe, { replicas, schedules, seconds, warmup, jitter: id === 'cronflock' ? jitter : '0s', concurrency, logLevel });
+              : await cronflockPhase(id, redis, probe, {
+                  replicas,
+                  schedules,
+                  seconds,
+                  warmup,
+                  jitter: id === 'cronflock' ? jitter : '0s',
+                  concurrency,
+                  logLevel,
+                  args: waitReplicas > 0 ? ['--redis-wait-replicas', String(waitReplicas)] : [],
+                });
           cell[id] = r;
           notes.push(`${label(id)}: busiest Redis commands ${topCommands(r.redis)}${r.sampled !== undefined && r.sampled < 1 ? `; starts counted on ${(r.sampled * 100).toFixed(0)} % of the schedules and scaled` : ''}`);
         } catch (err) {
           notes.push(`${label(id)} failed: ${(err as Error).message.slice(0, 300)}`);
         } finally {
           probe.disconnect();
+          for (const r of followers) await r.cleanup();
           await redis.cleanup();
         }
         await sleep(1000);
@@ -329,10 +364,11 @@ export async function throughput(f: Flags): Promise<void> {
           rows: compareRows(cell, schedules),
           notes: [
             `Each system alone on its own redis-server (AOF ${aof ? 'on' : 'off'}, otherwise default settings), one after the other. cronflock: --concurrency ${concurrency}, log level ${logLevel}; jittered: jitter ${jitter} (the occurrences of a second spread over it); jitter 0: every occurrence fires on the second, as BullMQ's. BullMQ: concurrency ${concurrency} per worker, removeOnComplete.`,
+            ...(redisReplicas > 0 ? [`Each redis-server has ${redisReplicas} Redis replica(s) on this machine; cronflock --redis-wait-replicas ${waitReplicas}${waitReplicas > 0 ? ' (WAIT after each claim and final state)' : ' (no WAIT)'}.`] : []),
             ...notes,
           ],
         },
-        { key: `throughput ${replicas}×${schedules}`, figures: cellFigures(cell, schedules, replicas), conditions },
+        { key: `throughput ${replicas}×${schedules}${redisReplicas > 0 ? `, ${redisReplicas} Redis replica(s), wait ${waitReplicas}` : ''}`, figures: cellFigures(cell, schedules, replicas), conditions },
       );
     }
   }

@@ -70,6 +70,7 @@ export class Metrics {
   private readonly groupWaiting: Gauge<'group'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
+  private readonly waitShortfalls: Counter<'after'>;
   private readonly backfill: Gauge<'schedule' | 'state'>;
   private readonly schedules: Gauge<'health'>;
   private readonly queueJobs: Gauge<'lane' | 'state'>;
@@ -158,6 +159,13 @@ export class Metrics {
       registers: [r],
     });
     for (const kind of ['connection', 'command']) this.redisErrors.inc({ kind }, 0); // both series from the start
+    this.waitShortfalls = new Counter({
+      name: 'cronflock_redis_wait_shortfall_total',
+      help: 'WAITs (--redis-wait-replicas) that fewer Redis replicas acknowledged in time than asked: after=claim (the run was not started, the claim given back) or final (the record may be lost in a failover)',
+      labelNames: ['after'],
+      registers: [r],
+    });
+    for (const after of ['claim', 'final']) this.waitShortfalls.inc({ after }, 0);
     this.clockSteps = new Counter({
       name: 'cronflock_clock_steps_total',
       help: 'Steps of this host wall clock noticed (wall-clock and monotonic progress differed by 500 ms or more)',
@@ -271,6 +279,7 @@ export class Metrics {
     events.on('run', (e) => this.onRun(e));
     events.on('plannedFinal', (e) => this.onPlannedFinal(e));
     events.on('plannedLate', (e) => this.onPlannedLate(e));
+    events.on('waitShortfall', (e) => this.waitShortfalls.inc({ after: e.after }));
   }
 
   /** Feeds a run event of the executor. */

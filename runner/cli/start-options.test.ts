@@ -54,4 +54,24 @@ describe('the start flags (one table)', () => {
     expect(flagNames(message)).toBe('--tick must be ≥ 50 ms and at most half of --lookahead (3000 ms)');
     expect(flagNames('prefetchMs must be shorter than lookaheadMs; namespace and replica')).toBe('prefetch must be shorter than --lookahead; --namespace and --replica');
   });
+
+  it('--redis-wait-replicas: off by default; its timeout at least 1 ms (WAIT 0 waits for ever) and under half the lease', () => {
+    expect(compileOptions({}).redisWaitReplicas).toBe(0);
+    expect(optionsFromFlags(parse(['--redis-wait-replicas', '1', '--redis-wait-timeout', '250ms']))).toEqual({ redisWaitReplicas: 1, redisWaitTimeoutMs: 250 });
+    const message = (argv: string[]): string => {
+      try {
+        compileOptions(optionsFromFlags(parse(argv)));
+      } catch (e) {
+        return flagNames((e as OptionsError).message);
+      }
+      return '';
+    };
+    expect(message(['--redis-wait-replicas', '1', '--lock', '1s'])).toBe(
+      '--redis-wait-timeout must be at least 1 ms and shorter than half of --lock (500 ms), got 1000 ms',
+    );
+    expect(message(['--redis-wait-replicas', '1', '--redis-wait-timeout', '0ms'])).toMatch(/^--redis-wait-timeout must be at least 1 ms/);
+    // Without WAIT the timeout is not used, so it is not checked.
+    expect(message(['--lock', '1s'])).toBe('');
+    expect(() => parse(['--redis-wait-replicas', '-1'])).toThrow();
+  });
 });

@@ -56,6 +56,19 @@ export const START_FLAGS: readonly StartFlag[] = [
     help: 'runs of triggers, resume runs, catch-up runs and backfill held at once by this replica',
   },
   { option: 'backfillConcurrency', flag: '--backfill-concurrency <n>', unit: 'positive count', help: 'backfill occurrences running at once across the whole flock' },
+  // ---- durability across a Redis failover (runner/redis/store.ts ReplicaWait) ----
+  {
+    option: 'redisWaitReplicas',
+    flag: '--redis-wait-replicas <n>',
+    unit: 'count',
+    help: 'Redis replicas that must acknowledge each claim before its run starts, and each final state (Redis WAIT); 0: off',
+  },
+  {
+    option: 'redisWaitTimeoutMs',
+    flag: '--redis-wait-timeout <duration>',
+    unit: 'duration',
+    help: 'how long each WAIT waits for them; a claim they do not acknowledge in time is given back, its run not started',
+  },
   // ---- sources (runner/sources/): schedule files and the cluster's Schedule resources ----
   { flag: '--no-watch', unit: 'switch', help: 'do not reload when the schedule files change (SIGHUP still reloads)' },
   {

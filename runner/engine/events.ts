@@ -55,6 +55,18 @@ export interface PlanCallEvent {
   endMs: number;
 }
 
+/**
+ * Fewer Redis replicas acknowledged a claim or a final state than `--redis-wait-replicas` asks: after a claim the
+ * run was not started (given back); after a final state the record may be lost in a failover.
+ */
+export interface WaitShortfallEvent {
+  after: 'claim' | 'final';
+  key: string;
+  asked: number;
+  acked: number;
+  timeoutMs: number;
+}
+
 /** The events, by name, with their arguments. */
 export interface EngineEventMap {
   /** A delivery started a run, ended one, or closed without one (the executor). */
@@ -68,6 +80,8 @@ export interface EngineEventMap {
    * list costs a copy per occurrence.
    */
   planned: [PlanCallEvent];
+  /** See {@link WaitShortfallEvent} (the executor). */
+  waitShortfall: [WaitShortfallEvent];
 }
 
 /** The emitter of one replica: subscribe with `on`/`once`/`off` (node:events, typed by {@link EngineEventMap}). */

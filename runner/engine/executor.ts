@@ -280,6 +280,12 @@ export class Executor {
           this.log.info({ occurrence: r.key, by: d.key }, 'run waiting to retry replaced; recorded failed');
           this.emit({ schedule: d.schedule, key: r.key, dueMs: r.dueMs, fireMs: r.fireMs, replica: o.replica, state: 'failed', error: `replaced by ${d.key} (concurrencyPolicy Replace)` });
         }
+        if (this.shortOfReplicas('claim', d.key, claim.acked)) {
+          // Not durable yet: a failover now could lose the claim and let another replica claim the occurrence
+          // again while this one ran. Give it back unrun (token-guarded, a hand-over, not a stall); retry shortly.
+          await this.store.release(d.key, claim.token, 'claim not acknowledged by enough Redis replicas', o.lockMs).catch(() => false);
+          return this.giveBackUntil(job, token, this.clock.now() + o.redisWaitTimeoutMs);
+        }
         if (performance.now() - sentMono > o.lockMs / 2) {
           // The answer took so long (Redis or this process paused) that the lease may lapse before the first
           // renewal: starting the job now could let it run unfenced for a moment. Give the claim up unrun (the
@@ -471,7 +477,26 @@ export class Executor {
     return this.giveBack(job, token);
   }
 
-  private finish(
+  /**
+   * Whether a WAIT after a claim or final state (`--redis-wait-replicas`) fell short: then it is logged and
+   * reported (metric `cronflock_redis_wait_shortfall_total`). `acked` undefined: no WAIT was asked.
+   */
+  private shortOfReplicas(after: 'claim' | 'final', key: string, acked: number | undefined): boolean {
+    const w = this.store.wait;
+    if (!w || acked === undefined || acked >= w.replicas) return false;
+    const what =
+      after === 'claim'
+        ? 'the run is not started; the claim is given back and tried again'
+        : 'the record may be lost if Redis fails over now';
+    this.log.warn(
+      { occurrence: key, redis: w.target, asked: w.replicas, acked, timeoutMs: w.timeoutMs },
+      `Redis ${w.target}: ${acked} of ${w.replicas} replica(s) acknowledged the ${after === 'claim' ? 'claim' : 'final state'} within ${w.timeoutMs} ms; ${what}`,
+    );
+    this.events.report('waitShortfall', { after, key, asked: w.replicas, acked, timeoutMs: w.timeoutMs });
+    return true;
+  }
+
+  private async finish(
     key: string,
     token: number,
     r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
@@ -480,7 +505,7 @@ export class Executor {
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;
-    return this.store.finish(key, token, {
+    const res = await this.store.finish(key, token, {
       state: r.ok ? 'succeeded' : skipped !== undefined ? 'skipped' : 'failed',
       reason: r.ok ? '' : (skipped ?? r.reason ?? 'job failed'),
       error: r.ok || skipped !== undefined ? '' : errorText(r.err),
@@ -491,6 +516,9 @@ export class Executor {
       retryBackoffMs: sched?.retryBackoffMs,
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
     });
+    // Nothing to undo: the record is written; a shortfall is said and counted.
+    if (res.status !== 'refused') this.shortOfReplicas('final', key, res.acked);
+    return res;
   }
 }
 

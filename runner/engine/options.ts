@@ -45,6 +45,13 @@ export interface RunnerOptions {
   shutdownGraceMs: number;
   /** A planned occurrence not claimed this long after its fire time is checked for a lost enqueue. */
   sweepAfterMs: number;
+  /**
+   * Redis replicas that must acknowledge a claim before its run starts, and a final state (Redis `WAIT` after
+   * the claim and finish scripts; runner/redis/store.ts ReplicaWait). 0: no WAIT.
+   */
+  redisWaitReplicas: number;
+  /** How long each WAIT waits for them; shorter than lockMs / 2 (a claim answered later is given up). */
+  redisWaitTimeoutMs: number;
 }
 
 /** Defaults: failover within ~6 s of a SIGKILL (lock 4 s + stall check 2 s), under the 10 s promised. */
@@ -64,6 +71,8 @@ export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
   backfillConcurrency: 2,
   shutdownGraceMs: 10_000,
   sweepAfterMs: 5_000,
+  redisWaitReplicas: 0,
+  redisWaitTimeoutMs: 1_000,
 };
 
 /** The shortest lock this engine supports: below it, renewals (every lockMs/3) compete with real work. */
@@ -112,6 +121,14 @@ export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions
     need(o[k] >= 1 && Number.isInteger(o[k]), `${k} must be a whole number ≥ 1`);
   }
   need(Number.isInteger(o.maxStalls) && o.maxStalls >= 0, 'maxStalls must be a whole number ≥ 0');
+  need(Number.isInteger(o.redisWaitReplicas), 'redisWaitReplicas must be a whole number ≥ 0');
+  if (o.redisWaitReplicas > 0) {
+    // WAIT with timeout 0 waits for ever; a claim answered after half its lease is given up (executor.ts).
+    need(
+      o.redisWaitTimeoutMs >= 1 && o.redisWaitTimeoutMs < o.lockMs / 2,
+      `redisWaitTimeoutMs must be at least 1 ms and shorter than half of lockMs (${o.lockMs / 2} ms), got ${o.redisWaitTimeoutMs} ms`,
+    );
+  }
   need(o.replica.length > 0 && !/\s/.test(o.replica), 'replica must be a non-empty name without spaces');
   return o;
 }

@@ -161,6 +161,9 @@ export class Replica {
     const keys = new Keyspace(o.namespace);
     const cmd = connectCommands(p.redisUrl, `cronflock:${o.replica}`, p.redisTls);
     const wrk = connectWorker(p.redisUrl, `cronflock:${o.replica}:worker`, p.redisTls);
+    // Claims and final states that wait for Redis replicas (WAIT) get a connection of their own: WAIT holds up
+    // every command behind it on its connection, and renewals must not wait for it.
+    const durable = o.redisWaitReplicas > 0 ? connectCommands(p.redisUrl, `cronflock:${o.replica}:durable`, p.redisTls) : undefined;
     const clock = new RedisClock(cmd, undefined, keys.ns);
     const names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
     /** The replica once it runs (readiness and the cache look at it). */
@@ -182,7 +185,7 @@ export class Replica {
     cache.groups = () => [...new Set((r?.running ?? p.schedules).flatMap((s) => (s.groupLimits ? [s.groupLimits.name] : [])))];
     cache.onGroupWaiting = (counts) => metrics.setGroupWaiting(counts);
     const connectionErrors: string[] = [];
-    for (const c of [cmd, wrk]) {
+    for (const c of [cmd, wrk, ...(durable ? [durable] : [])]) {
       c.on('error', (err: Error) => {
         connectionErrors.push(err.message);
         if (connectionErrors.length > 5) connectionErrors.shift();
@@ -209,7 +212,7 @@ export class Replica {
     };
     const admin = p.admin ? await AdminServer.start(p.admin, { metrics: () => metrics.render(), readiness }, log).catch(async (err: unknown) => {
       metrics.close();
-      for (const c of [cmd, wrk]) c.disconnect();
+      for (const c of [cmd, wrk, ...(durable ? [durable] : [])]) c.disconnect();
       throw err;
     }) : undefined;
     cache.start();
@@ -219,7 +222,7 @@ export class Replica {
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       cache.readQueues = () => laneJobCounts(lanes);
-      const store = new Store(cmd, keys);
+      const store = new Store(cmd, keys, durable ? { redis: durable, replicas: o.redisWaitReplicas, timeoutMs: o.redisWaitTimeoutMs, target: redactRedisUrl(p.redisUrl) } : undefined);
       // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
       const live = new LiveReplicas();
       const definitions = new Definitions(cmd, keys, o.replica, live);
@@ -263,7 +266,7 @@ export class Replica {
         cache,
         names,
         lanes,
-        conns: [cmd, wrk],
+        conns: [cmd, wrk, ...(durable ? [durable] : [])],
         log,
         running: p.schedules,
         tracing,
@@ -288,7 +291,7 @@ export class Replica {
         await settlesWithin(cache.stop(), STOP_STEP_MS);
         await settlesWithin(admin?.close() ?? Promise.resolve(), STOP_STEP_MS);
         metrics.close();
-        for (const c of [cmd, wrk]) c.disconnect();
+        for (const c of [cmd, wrk, ...(durable ? [durable] : [])]) c.disconnect();
       }
       throw err;
     }

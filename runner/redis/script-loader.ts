@@ -227,7 +227,7 @@ const perConnection = new WeakMap<RedisClient, Scripts>();
 export class Scripts {
   private readonly fns = new Map<ScriptName, { script: LuaScript; fn: ScriptFn }>();
 
-  private constructor(redis: RedisClient) {
+  private constructor(private readonly redis: RedisClient) {
     for (const name of SCRIPT_NAMES) {
       const script = loadScript(name);
       if (!(script.command in redis)) redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
@@ -250,19 +250,49 @@ export class Scripts {
    *   otherwise.
    */
   run(name: ScriptName, keys: readonly string[], args: readonly Arg[] | Readonly<Record<string, unknown>> = []): Promise<unknown> {
+    const { fn, argv } = this.call(name, keys, args);
+    return fn(...argv);
+  }
+
+  /**
+   * Runs script `name` like {@link Scripts.run}, then Redis `WAIT replicas timeoutMs` in the same pipeline: one
+   * round trip, on the same connection (and, in a Cluster, the same node: the pipeline goes to the node of the
+   * script's keys), so the WAIT covers the script's writes. WAIT blocks that connection in Redis until enough
+   * replicas acknowledged or the timeout passed: use a connection nothing else waits on.
+   * @returns the script's result and how many replicas acknowledged its writes within `timeoutMs`.
+   * @throws the script's error, or WAIT's.
+   */
+  async runThenWait(
+    name: ScriptName,
+    keys: readonly string[],
+    args: readonly Arg[] | Readonly<Record<string, unknown>>,
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<{ result: unknown; acked: number }> {
+    const { command, argv } = this.call(name, keys, args);
+    const p = this.redis.pipeline();
+    (p as unknown as Record<string, (...a: Arg[]) => unknown>)[command]!(...argv);
+    p.wait(replicas, timeoutMs);
+    const out = (await p.exec()) ?? [];
+    for (const [err] of out) if (err) throw err;
+    return { result: out[0]?.[1], acked: Number(out[1]?.[1]) };
+  }
+
+  /** The bound command of script `name` and its arguments, checked against the script's header. */
+  private call(name: ScriptName, keys: readonly string[], args: readonly Arg[] | Readonly<Record<string, unknown>>): { fn: ScriptFn; command: string; argv: Arg[] } {
     const entry = this.fns.get(name);
     if (!entry) throw new Error(`no script ${name}`); // unreachable: every name is defined in the constructor
-    const { numberOfKeys, header } = entry.script;
+    const { numberOfKeys, header, command } = entry.script;
     if (keys.length !== numberOfKeys) throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
     if (Array.isArray(args)) {
       if (header.packed) throw new Error(`script ${name} takes its arguments packed: pass an object with ${[...header.packed.keys()].join(', ')}`);
-      return entry.fn(...keys, ...(args as readonly Arg[]));
+      return { fn: entry.fn, command, argv: [...keys, ...(args as readonly Arg[])] };
     }
     const fields = header.packed;
     if (!fields) throw new Error(`script ${name} takes positional arguments: pass a list`);
     const given = Object.keys(args);
     const wrong = [...given.filter((f) => !fields.has(f)).map((f) => `unknown ${f}`), ...[...fields.keys()].filter((f) => !(f in args)).map((f) => `missing ${f}`)];
     if (wrong.length > 0) throw new Error(`script ${name}: ${wrong.join(', ')}`);
-    return entry.fn(...keys, packArgs(args as Readonly<Record<string, unknown>>));
+    return { fn: entry.fn, command, argv: [...keys, packArgs(args as Readonly<Record<string, unknown>>)] };
   }
 }

@@ -740,3 +740,29 @@ describe('calendars and blackouts in the plan script (Redis TIME)', () => {
     expect(l.recs[0]).toMatchObject({ state: 'scheduled', reason: `delayed: blackout maint until ${new Date(m + 64 * MIN).toISOString()}`, fireMs: m + 64 * MIN });
   });
 });
+
+describe('waiting for Redis replicas (ReplicaWait)', () => {
+  it('claim and finish report how many Redis replicas acknowledged within the timeout (none here), on their own connection', async () => {
+    const durable = new Redis(server.url);
+    try {
+      const waiting = new Store(redis, keys, { redis: durable, replicas: 1, timeoutMs: 150, target: server.url });
+      const now = await redisNow();
+      const [item] = offer('s', [{ dueMs: now - 50, fireMs: now - 50 }]);
+      await store.plan([item!], planOpts);
+      const t0 = performance.now();
+      const c = await waiting.claim(req(item!.key, item!.dueMs, item!.fireMs));
+      // This server has no replica: WAIT gave up after its timeout with 0 acknowledgements (the claim is made).
+      expect(c).toMatchObject({ status: 'claimed', acked: 0 });
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(140);
+      const f = await waiting.finish(item!.key, (c as { token: number }).token, { state: 'succeeded', retentionMs: 120_000 });
+      expect(f).toEqual({ status: 'recorded', acked: 0 });
+      // The WAITs went on the durable connection, the scripts too; without ReplicaWait nothing says acked.
+      const names = (await redis.client('LIST')) as string;
+      expect(names).toContain('cmd=wait');
+      const plain = await store.finish(item!.key, 1, { state: 'succeeded', retentionMs: 120_000 });
+      expect(plain).toEqual({ status: 'refused' });
+    } finally {
+      durable.disconnect();
+    }
+  });
+});

@@ -65,6 +65,8 @@ export type ClaimResult =
       firstStartMs: number;
       /** Older occurrences waiting to retry that this claim ended failed: replaced (concurrencyPolicy Replace). */
       replaced: { key: string; dueMs: number; fireMs: number }[];
+      /** With {@link ReplicaWait}: Redis replicas that acknowledged the claim within its timeout. */
+      acked?: number;
     }
   | { status: 'early'; waitMs: number }
   | { status: 'held'; waitMs: number; holder: string }
@@ -138,8 +140,27 @@ function gateArgs(k: Keyspace, schedule: string, g: ClaimGates | undefined): Gat
   return out;
 }
 
-/** Result of {@link Store.finish}. */
-export type FinishResult = { status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' };
+/**
+ * Result of {@link Store.finish}; `acked`, with {@link ReplicaWait}: Redis replicas that acknowledged the record
+ * within the timeout.
+ */
+export type FinishResult = ({ status: 'recorded' } | { status: 'retrying'; retryAtMs: number } | { status: 'refused' }) & { acked?: number };
+
+/**
+ * Claims and final states made durable on Redis replicas before they count (`--redis-wait-replicas`): the claim
+ * and finish scripts run on `redis`, each followed by `WAIT replicas timeoutMs` in the same pipeline. `redis`
+ * is a connection of its own, since WAIT holds up everything queued behind it on its connection (renewals
+ * must not wait for it).
+ */
+export interface ReplicaWait {
+  redis: RedisClient;
+  /** Redis replicas that must acknowledge (≥ 1). */
+  replicas: number;
+  /** How long WAIT waits for them (ms). */
+  timeoutMs: number;
+  /** The Redis, as log lines name it (a redacted URL). */
+  target: string;
+}
 
 /** One row of a plan offer, as plan.lua reads it: dueMs, fireMs, key, keepFireMs, fixed state, note, deadlineFromMs. */
 type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number];
@@ -152,12 +173,26 @@ const BACKFILL_ADMIT_SCAN = 1000;
 /** The scripts, bound to one connection and one keyspace. */
 export class Store {
   private readonly scripts: Scripts;
+  private readonly durable: Scripts | undefined;
 
+  /** @param wait claims and final states wait for Redis replicas (see {@link ReplicaWait}); absent: they do not. */
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keyspace,
+    readonly wait?: ReplicaWait,
   ) {
     this.scripts = Scripts.on(redis);
+    this.durable = wait ? Scripts.on(wait.redis) : undefined;
+  }
+
+  /** Runs a claim or finish script; with {@link ReplicaWait}, on its connection and followed by WAIT. */
+  private async runDurable(
+    name: 'claim' | 'finish',
+    keys: readonly string[],
+    args: Readonly<Record<string, unknown>>,
+  ): Promise<{ result: unknown; acked?: number }> {
+    if (!this.durable || !this.wait) return { result: await this.scripts.run(name, keys, args) };
+    return this.durable.runThenWait(name, keys, args, this.wait.replicas, this.wait.timeoutMs);
   }
 
   /**
@@ -208,11 +243,12 @@ export class Store {
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const k = this.keys;
-    const out = (await this.scripts.run(
+    const { result, acked } = await this.runDurable(
       'claim',
       [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
       { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1, gates: gateArgs(k, r.schedule, r.gates) },
-    )) as [string, ...(string | number)[]];
+    );
+    const out = result as [string, ...(string | number)[]];
     switch (out[0]) {
       case 'claimed': {
         const replaced = [];
@@ -224,6 +260,7 @@ export class Store {
           nowMs: Number(out[3]),
           firstStartMs: Number(out[4]),
           replaced,
+          ...(acked !== undefined ? { acked } : {}),
         };
       }
       case 'early':
@@ -283,7 +320,7 @@ export class Store {
       retryBackoffMaxMs?: number;
     },
   ): Promise<FinishResult> {
-    const [code, retryAt] = (await this.scripts.run('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], {
+    const { result, acked } = await this.runDurable('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], {
       token,
       state: r.state,
       reason: r.reason ?? '',
@@ -296,9 +333,11 @@ export class Store {
       retryBackoffMaxMs: r.retryBackoffMaxMs ?? 300_000,
       jitter: Math.random(),
       lockMs: r.lockMs ?? 4_000,
-    })) as [number, number];
-    if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt) };
-    return Number(code) === 1 ? { status: 'recorded' } : { status: 'refused' };
+    });
+    const [code, retryAt] = result as [number, number];
+    const a = acked !== undefined ? { acked } : {};
+    if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt), ...a };
+    return Number(code) === 1 ? { status: 'recorded', ...a } : { status: 'refused', ...a };
   }
 
   /**

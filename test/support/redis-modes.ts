@@ -133,6 +133,32 @@ function topology(
   };
 }
 
+/**
+ * A primary redis-server and one replica of it (`--replicaof`), no Sentinel: `dataNodes[0]` is the primary (the
+ * URL), `dataNodes[1]` the replica, ready once its link to the primary is up.
+ */
+export async function startPrimaryWithReplica(): Promise<RedisTopology> {
+  const dir = tmp();
+  const procs: RedisProc[] = [];
+  try {
+    const mport = await freePort();
+    procs.push(await RedisProc.start('redis-server', [...BASE, '--port', String(mport), '--dir', dir], mport, {}));
+    const rport = await freePort();
+    const rdir = join(dir, 'replica');
+    mkdirSync(rdir);
+    procs.push(
+      await RedisProc.start('redis-server', [...BASE, '--port', String(rport), '--dir', rdir, '--replicaof', '127.0.0.1', String(mport)], rport, {}, async (c) =>
+        /master_link_status:up/.test(await c.info('replication')),
+      ),
+    );
+    return topology({ url: `redis://127.0.0.1:${mport}`, cliArgs: [], secrets: [], dataNodes: procs, probe: {}, procs, dir });
+  } catch (err) {
+    await Promise.all(procs.map((p) => p.stop()));
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
 /** One redis-server with `requirepass` and an ACL user `cronflock`; the URL logs in as that user. */
 export async function startAuthRedis(): Promise<RedisTopology> {
   const dir = tmp();
