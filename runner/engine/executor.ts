@@ -58,6 +58,10 @@ function isGate(holder: string): boolean {
 }
 
 /** Added to the local wait for a fire time, so that the claim reaches Redis at or just after it. */
+/** A gate's wait (a rate limit's) longer than this goes back to the delayed set instead of holding a slot, ms. */
+const HELD_HERE_MAX_MS = 2_000;
+/** The shortest delay of a held-back delivery given back to the delayed set (each round costs BullMQ moves), ms. */
+const HELD_GIVE_BACK_MIN_MS = 1_000;
 const FIRE_MARGIN_MS = 2;
 
 /** Runs claimed occurrences on this replica. */
@@ -66,6 +70,10 @@ export class Executor {
   private readonly stopping = new AbortController();
   /** Deliveries here waiting for a slot of a concurrency group: woken when a run of it ends here. */
   private readonly groupWaiters = new Map<string, Set<() => void>>();
+  /** Deliveries waiting here because a claim was held back (bounded by {@link heldHereLimit}). */
+  private heldHere = 0;
+  /** At most a quarter of the worker slots wait for held-back claims (at least one). */
+  private readonly heldHereLimit: number;
   private readonly active = new Map<string, ActiveRun>();
   private schedules = new Map<string, CompiledSchedule>();
   private readonly isCurrent: (s: CompiledSchedule) => boolean;
@@ -87,6 +95,7 @@ export class Executor {
     this.isCurrent = needs.isCurrent ?? (() => true);
     this.isPublished = needs.isPublished ?? (() => false);
     this.tracer = needs.tracer ?? NO_TRACING;
+    this.heldHereLimit = Math.max(1, Math.floor(opts.concurrency / 4));
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
     setMaxListeners(0, this.stopping.signal);
   }
@@ -268,12 +277,26 @@ export class Executor {
         if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
         await sleep(claim.waitMs + 1, this.stopping.signal);
       }
-      else if (claim.status === 'held' && isGate(claim.holder)) {
-        // Wait for a slot or a start: a run of the group ending here wakes us; otherwise a short timer.
-        gateWait ??= { gate: claim.holder, sinceMono: sentMono };
-        await this.waitForGate(sched.groupLimits?.name, Math.min(claim.waitMs + 5, o.lockMs));
+      else if (claim.status === 'held') {
+        const gate = isGate(claim.holder);
+        if (gate) gateWait ??= { gate: claim.holder, sinceMono: sentMono };
+        const waitMs = Math.min(claim.waitMs + 5, o.lockMs);
+        // A delivery waiting here holds one of the worker's slots. Deliveries held back by a group, a rate limit
+        // or the concurrency policy could take all of them and stop every other schedule of the replica, so at
+        // most a quarter of the slots wait here; the rest, and waits longer than a moment (a rate limit's), go
+        // back to the delayed set and ask again later. Their place in line is kept in Redis (the gate's waiting
+        // set, the active set), not by the slot.
+        if (this.heldHere >= this.heldHereLimit || (gate && waitMs > HELD_HERE_MAX_MS)) {
+          return this.giveBackUntil(job, token, this.clock.now() + Math.max(waitMs, HELD_GIVE_BACK_MIN_MS));
+        }
+        this.heldHere++;
+        try {
+          if (gate) await this.waitForGate(sched.groupLimits?.name, waitMs); // a run of the group ending here wakes it
+          else await sleep(waitMs, this.stopping.signal);
+        } finally {
+          this.heldHere--;
+        }
       }
-      else if (claim.status === 'held') await sleep(Math.min(claim.waitMs + 5, o.lockMs), this.stopping.signal);
       else if (claim.status === 'claimed') {
         for (const r of claim.replaced) {
           // Older runs waiting to retry that this claim ended (concurrencyPolicy Replace): their final failure.
