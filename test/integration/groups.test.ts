@@ -6,22 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Flock, sleep } from '../support/flock.js';
-import type { Delivery } from '../support/receiver.js';
+import { maxInFlight } from '../support/receiver.js';
 import { sumMetric } from '../support/metrics.js';
-
-/** The most deliveries of `schedules` in flight at once at the receiver (arrival to answer or abort). */
-function maxInFlight(deliveries: readonly Delivery[], nowMs: number): number {
-  const edges: [number, number][] = [];
-  for (const d of deliveries) {
-    edges.push([d.receivedMs, 1]);
-    edges.push([d.answeredMs ?? d.abortedMs ?? nowMs, -1]);
-  }
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]); // an end before a start at the same ms
-  let n = 0;
-  let max = 0;
-  for (const [, step] of edges) max = Math.max(max, (n += step));
-  return max;
-}
 
 describe('a concurrency group across three replicas', () => {
   let flock: Flock;
