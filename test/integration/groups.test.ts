@@ -6,44 +6,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Flock, sleep } from '../support/flock.js';
-import type { Delivery } from '../support/receiver.js';
+import { maxInFlight } from '../support/receiver.js';
 import { sumMetric } from '../support/metrics.js';
-
-/** The most deliveries of `schedules` in flight at once at the receiver (arrival to answer or abort). */
-function maxInFlight(deliveries: readonly Delivery[], nowMs: number): number {
-  const edges: [number, number][] = [];
-  for (const d of deliveries) {
-    edges.push([d.receivedMs, 1]);
-    edges.push([d.answeredMs ?? d.abortedMs ?? nowMs, -1]);
-  }
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]); // an end before a start at the same ms
-  let n = 0;
-  let max = 0;
-  for (const [, step] of edges) max = Math.max(max, (n += step));
-  return max;
-}
+import { startGroupFlock, startsOverLimit } from '../support/gates.js';
 
 describe('a concurrency group across three replicas', () => {
   let flock: Flock;
   const names = Array.from({ length: 8 }, (_, i) => `g${i}`);
 
   beforeAll(async () => {
-    flock = await Flock.start();
-    const yaml = `groups:
-  cluster-prod: {maxConcurrent: 2}
-schedules:
-${names
-  .map(
-    (n) => `  - name: ${n}
-    cron: "*/2 * * * * *"
-    group: cluster-prod
-    job: { kind: http, url: ${flock.receiver.url}/hook, timeout: 20s }
-`,
-  )
-  .join('')}`;
+    flock = await startGroupFlock(
+      {
+        groups: { 'cluster-prod': '{maxConcurrent: 2}' },
+        group: 'cluster-prod',
+        names,
+        cron: '*/2 * * * * *',
+        timeout: '20s',
+      },
+      ['--lock', '2s'],
+    );
     flock.receiver.holdFor = () => 300;
-    const file = flock.writeSchedules(yaml);
-    for (const n of ['r1', 'r2', 'r3']) await flock.startReplica({ name: n, schedules: file, args: ['--lock', '2s'] });
   });
   afterAll(() => flock?.close());
 
@@ -94,21 +76,13 @@ describe('a rate limit across three replicas', () => {
   const names = Array.from({ length: 5 }, (_, i) => `r${i}`);
 
   beforeAll(async () => {
-    flock = await Flock.start();
-    const yaml = `groups:
-  api: {rateLimit: {max: 3, per: 1s}}
-schedules:
-${names
-  .map(
-    (n) => `  - name: ${n}
-    cron: "*/2 * * * * *"
-    group: api
-    job: { kind: http, url: ${flock.receiver.url}/hook, timeout: 5s }
-`,
-  )
-  .join('')}`;
-    const file = flock.writeSchedules(yaml);
-    for (const n of ['r1', 'r2', 'r3']) await flock.startReplica({ name: n, schedules: file });
+    flock = await startGroupFlock({
+      groups: { api: '{rateLimit: {max: 3, per: 1s}}' },
+      group: 'api',
+      names,
+      cron: '*/2 * * * * *',
+      timeout: '5s',
+    });
   });
   afterAll(() => flock?.close());
 
@@ -119,10 +93,7 @@ ${names
     const runs = (await flock.runs()).filter((r) => names.includes(r.schedule) && r.dueMs >= t0 && r.dueMs <= t1);
     expect(runs).toHaveLength(names.length * 9);
     expect(runs.filter((r) => r.state !== 'succeeded').map((r) => `${r.key} ${r.state} ${r.reason ?? ''}`)).toEqual([]);
-    const starts = runs.map((r) => r.firstStartMs!).sort((a, b) => a - b);
-    const over: string[] = [];
-    for (let i = 3; i < starts.length; i++) if (starts[i]! - starts[i - 3]! < 1000) over.push(`${starts[i - 3]} … ${starts[i]}`);
-    expect(over).toEqual([]);
+    expect(startsOverLimit(runs.map((r) => r.firstStartMs!), 3, 1000)).toEqual([]);
     // Pushed back, not dropped: 5 due at once, 3 a second, so 2 of each round start about a second late.
     const late = runs.filter((r) => (r.latenessMs ?? 0) >= 500);
     expect(late.length).toBeGreaterThanOrEqual(9);

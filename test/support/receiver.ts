@@ -92,3 +92,20 @@ export class Receiver {
     await new Promise((r) => this.server.close(r));
   }
 }
+
+/**
+ * The most of `deliveries` in flight at once at the receiver (arrival to answer or abort; one still open counts
+ * until `nowMs`): what a concurrency limit bounds, seen from the job's side.
+ */
+export function maxInFlight(deliveries: readonly Delivery[], nowMs: number): number {
+  const edges: [number, number][] = [];
+  for (const d of deliveries) {
+    edges.push([d.receivedMs, 1]);
+    edges.push([d.answeredMs ?? d.abortedMs ?? nowMs, -1]);
+  }
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]); // an end before a start at the same ms
+  let n = 0;
+  let max = 0;
+  for (const [, step] of edges) max = Math.max(max, (n += step));
+  return max;
+}

@@ -36,3 +36,27 @@ export function scheduleFolder(files: Record<string, string>): { dir: string; wr
   for (const [name, text] of Object.entries(files)) write(name, text);
   return { dir, write, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * A schedule file's text for group tests: `groups` (name → its limits as a YAML flow map, e.g.
+ * `{maxConcurrent: 2}`) and one http schedule per name, all in `o.group`, calling `o.url` (`timeout`: the job's,
+ * e.g. `20s`; `startingDeadline`: the schedules', none when absent).
+ */
+export function groupScheduleFile(o: {
+  groups: Record<string, string>;
+  group: string;
+  names: readonly string[];
+  cron: string;
+  url: string;
+  timeout: string;
+  startingDeadline?: string;
+}): string {
+  const groups = Object.entries(o.groups).map(([name, limits]) => `  ${name}: ${limits}\n`);
+  const entries = o.names.map(
+    (n) =>
+      `  - name: ${n}\n    cron: "${o.cron}"\n    group: ${o.group}\n` +
+      (o.startingDeadline ? `    startingDeadline: ${o.startingDeadline}\n` : '') +
+      `    job: { kind: http, url: ${o.url}, timeout: ${o.timeout} }\n`,
+  );
+  return `groups:\n${groups.join('')}schedules:\n${entries.join('')}`;
+}
