@@ -31,6 +31,12 @@ describe('the API words a refused query or body as field: what is wrong; allowed
     ]);
   });
 
+  it('refuses an unknown body field (a mistyped "reason" would otherwise be lost silently)', () => {
+    const m = messages(reasonBodySchema, { reasn: 'x' }, 'body');
+    expect(m).toHaveLength(1);
+    expect(m[0]).toBe('body.reasn: is not a field here; did you mean "reason"? allowed: reason');
+  });
+
   it('says the whole body must be a JSON object when it is another JSON value', () => {
     expect(messages(backfillBodySchema, ['from'], 'body')).toEqual(['body: must be a JSON object, not a list']);
   });

@@ -3,6 +3,7 @@
  * (`query.limit`, `body.reason`), what is wrong in plain words and what is allowed, as the schedule-file messages
  * say it (runner/config/messages.ts, whose schema walk and value description this reuses). Never echoes a value.
  */
+import { editDistance } from '../text/edit-distance.js';
 import { z } from 'zod';
 import { describe, schemaAt, valueAt } from '../config/messages.js';
 
@@ -20,8 +21,9 @@ export interface FieldProblem {
  * @param schema the schema `input` was checked with (its field schemas say what is allowed).
  */
 export function requestProblems(schema: z.ZodType, error: z.ZodError, input: unknown, part: RequestPart): FieldProblem[] {
-  return error.issues.map((issue) => {
+  return error.issues.flatMap((issue) => {
     const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => unknownKeyProblem(schemaAt(schema, path, input), [part, ...path], key));
     const field = [part, ...path].join('.');
     const given = valueAt(input, path);
     const fieldSchema = schemaAt(schema, path, input);
@@ -29,6 +31,20 @@ export function requestProblems(schema: z.ZodType, error: z.ZodError, input: unk
     const reason = reasonOf(issue, given, path.length === 0 ? part : undefined);
     return { field, message: `${field}: ${reason}${allowed ? `; allowed: ${allowed}` : ''}` };
   });
+}
+
+/**
+ * An unknown field of an object (refused, so that a mistyped field is not lost silently): which field, the one
+ * probably meant (edit distance ≤ 2) and the fields allowed there.
+ */
+function unknownKeyProblem(objectSchema: z.core.$ZodType | undefined, at: (string | number)[], key: string): FieldProblem {
+  const field = [...at, key].join('.');
+  const shape = (objectSchema as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const known = shape ? Object.keys(shape) : [];
+  const near = known.filter((k) => editDistance(k.toLowerCase(), key.toLowerCase(), 3) <= 2);
+  const hint = near.length > 0 ? `; did you mean "${near[0]}"?` : '';
+  const allowed = known.length > 0 ? `${hint ? ' ' : '; '}allowed: ${known.join(', ')}` : '';
+  return { field, message: `${field}: is not a field here${hint}${allowed}` };
 }
 
 /** What is wrong, in words. `whole` names the query or body when the issue is about all of it. */

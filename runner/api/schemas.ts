@@ -138,9 +138,9 @@ export const auditQuerySchema = z.object({
 });
 
 const reasonSchema = z.string().trim().max(500).optional().describe(`why, kept in the audit log (optional; "${NO_REASON}" when left out)`);
-export const reasonBodySchema = z.object({ reason: reasonSchema }).register(apiSchemas, { id: 'ReasonBody' });
+export const reasonBodySchema = z.strictObject({ reason: reasonSchema }).register(apiSchemas, { id: 'ReasonBody' });
 export const backfillBodySchema = z
-  .object({
+  .strictObject({
     from: z.string().describe('first due time (ISO, inclusive)'),
     to: z.string().describe('last due time (ISO, inclusive)'),
     dryRun: z.boolean().optional(),

@@ -29,6 +29,16 @@ export const nonNegativeIntArg = (v: string): number => {
 };
 
 /** A number > 0 (fractions allowed, e.g. requests per second). */
+/**
+ * Seconds for a timer: a number > 0 and at most one day (Node's timers hold at most 2^31 − 1 ms, ~24.8 days; a
+ * longer one fires at once, so a huge value must be refused, not passed on).
+ */
+export const timerSecondsArg = (v: string): number => {
+  const n = positiveNumberArg(v);
+  if (n > 86_400) throw new InvalidArgumentError('must be at most 86400 (one day)');
+  return n;
+};
+
 export const positiveNumberArg = (v: string): number => {
   const n = Number(v);
   if (!(n > 0)) throw new InvalidArgumentError('must be a number > 0');

@@ -5,7 +5,7 @@
  */
 import { Option, type Command } from 'commander';
 import type { Logger } from '../log.js';
-import { positiveNumberArg } from './arg-parsers.js';
+import { timerSecondsArg } from './arg-parsers.js';
 import { connectOneShot, parseRedisUrl, redactRedisUrl, RedisTlsError, RedisUrlError, tlsOptions, type RedisClient, type RedisTlsFiles } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
 import { RedisServerMissingError, RedisServerProcess, redisServerAvailable } from '../redis/server-process.js';
@@ -57,7 +57,7 @@ export function addOneShotRedisOptions(c: Command): Command {
   return c.addOption(
     new Option('--redis-timeout <seconds>', 'give up when Redis accepts the connection but does not answer within this long')
       .env('CRONFLOCK_REDIS_TIMEOUT')
-      .argParser(positiveNumberArg)
+      .argParser(timerSecondsArg)
       .default(DEFAULT_REDIS_TIMEOUT_S),
   );
 }
