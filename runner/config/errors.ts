@@ -23,6 +23,7 @@
  * - `CALENDAR_CYCLE`: calendars that include or exclude each other in a cycle.
  * - `CALENDAR_INVALID`: a calendar's `.ics` file cannot be read or is not valid iCalendar.
  * - `GROUP_UNKNOWN`: a schedule's `group:` names no group of its file's `groups:`.
+ * - `GROUP_CONFLICT`: two files define one group with different limits (both files are refused).
  */
 export type ConfigErrorCode =
   | 'CONFIG_IO'
@@ -43,7 +44,8 @@ export type ConfigErrorCode =
   | 'CALENDAR_CYCLE'
   | 'CALENDAR_INVALID'
   | 'CALENDAR_NEVER_RUNS'
-  | 'GROUP_UNKNOWN';
+  | 'GROUP_UNKNOWN'
+  | 'GROUP_CONFLICT';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

@@ -515,6 +515,33 @@ describe('loadSchedules', () => {
     }
   });
 
+  it('refuses both files when they give one group different limits (each replica would enforce its own)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-groups-'));
+    try {
+      const file = (limits: string, name: string): string => `groups:
+  shared: ${limits}
+schedules:
+  - name: ${name}
+    cron: "* * * * *"
+    group: shared
+    job: {kind: http, url: "http://127.0.0.1:1/"}
+`;
+      writeFileSync(join(dir, 'a.yaml'), file('{maxConcurrent: 1}', 'xa'));
+      writeFileSync(join(dir, 'b.yaml'), file('{maxConcurrent: 5}', 'xb'));
+      const res = await loadSchedules(dir);
+      expect(res.schedules).toEqual([]);
+      expect(res.errors.map((e) => `${e.code} ${e.file.endsWith('a.yaml') ? 'a' : 'b'}:${e.line}:${e.col}`)).toEqual(['GROUP_CONFLICT a:4:5', 'GROUP_CONFLICT b:4:5']);
+      expect(res.errors[0]!.message).toContain('group "shared" is 1 at once, no rate limit here but 5 at once, no rate limit in');
+      // The same limits in both files: one group, both files load.
+      writeFileSync(join(dir, 'b.yaml'), file('{maxConcurrent: 1}', 'xb'));
+      const ok = await loadSchedules(dir);
+      expect(ok.errors).toEqual([]);
+      expect(ok.schedules.map((s) => s.name).sort()).toEqual(['xa', 'xb']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads only *.yaml and *.yml files of a directory, skipping names that start with "." (editor and ConfigMap files)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cronflock-dir-'));
     try {

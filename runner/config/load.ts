@@ -199,6 +199,37 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
       );
     }
   }
+  // A group is one flock-wide slot set and rate window whichever file names it: two files that give one group
+  // different limits would break the lower one (each replica enforces its own file's), so both are refused.
+  const groupIn = new Map<string, { file: string; sched: CompiledSchedule; limits: string }>();
+  for (const entry of checkedFiles) {
+    for (const sched of entry.checked?.schedules ?? []) {
+      if (!sched.groupLimits) continue;
+      const limits = describeGroupLimits(sched.groupLimits);
+      const first = groupIn.get(sched.groupLimits.name);
+      if (!first) groupIn.set(sched.groupLimits.name, { file: entry.file, sched, limits });
+      else if (first.file !== entry.file && first.limits !== limits) {
+        for (const [at, other] of [
+          [{ file: entry.file, sched, limits }, first],
+          [first, { file: entry.file, sched, limits }],
+        ] as const) {
+          const target = checkedFiles.find((f) => f.file === at.file)!;
+          if (target.errors.some((e) => e.code === 'GROUP_CONFLICT')) continue;
+          target.errors.push(
+            new ConfigError({
+              code: 'GROUP_CONFLICT',
+              file: at.file,
+              line: at.sched.source.line,
+              col: at.sched.source.col,
+              field: 'group',
+              reason: `schedule "${at.sched.name}": group "${sched.groupLimits.name}" is ${at.limits} here but ${other.limits} in ${other.file}; a group has one set of limits across the flock, so both files are refused`,
+              hint: 'give the group the same limits in every file that defines it, or use another group name',
+            }),
+          );
+        }
+      }
+    }
+  }
   // Calendar names resolve across all files; a file that uses a refused file's calendar is refused too.
   const flock = resolveFlockCalendars(
     checkedFiles.map((e) => ({ file: e.file, ok: e.errors.length === 0 && e.checked !== null, calendars: e.checked?.calendars ?? noFileCalendars(e.file) })),
@@ -342,4 +373,10 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
     ];
   });
   return { schedules, errors: [], names, warnings, calendars: fileCalendars.calendars };
+}
+
+/** A group's limits in words, e.g. "2 at once, 10 per 1000 ms" (also the key two files' limits are compared by). */
+function describeGroupLimits(g: GroupLimits): string {
+  const parts = [g.maxConcurrent !== null ? `${g.maxConcurrent} at once` : 'no limit at once', g.rateLimit ? `${g.rateLimit.max} per ${g.rateLimit.perMs} ms` : 'no rate limit'];
+  return parts.join(', ');
 }
