@@ -2,33 +2,24 @@
  * The Redis-time estimate on a real redis-server, with this process's host clocks moved the way a stepped or
  * suspended host moves them (Date.now() stepped; the monotonic clock standing still).
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_HOST_SKEW_MS, RedisClock } from './clock.js';
-import { RedisServerProcess } from './server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 
-let server: RedisServerProcess;
+const priv = usePrivateRedis({ flushBetweenTests: false });
+const redisNow = priv.redisNowPrecise;
 let redis: Redis;
 const realNow = Date.now;
 const realPerfNow = performance.now.bind(performance);
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
+beforeAll(() => {
+  redis = priv.redis;
 });
 afterEach(() => {
   Date.now = realNow;
   performance.now = realPerfNow;
 });
-
-async function redisNow(): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Number(us) / 1000;
-}
 /** Steps this process's wall clock by `ms` (the monotonic clock is left alone). */
 function stepWallClock(ms: number): void {
   const before = Date.now;

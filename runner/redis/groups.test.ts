@@ -4,35 +4,23 @@
  * when its lease lapses, a waiter past its starting deadline is recorded missed with the gate it waited for,
  * and a rate limit's sliding window is never exceeded and delays rather than drops.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from './keys.js';
-import { RedisServerProcess } from './server-process.js';
 import { Store, type ClaimRequest, type ClaimResult } from './store.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 
-let server: RedisServerProcess;
+const priv = usePrivateRedis();
+const { redisNow } = priv;
 let redis: Redis;
 let store: Store;
 const keys = new Keyspace('g');
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
+beforeAll(() => {
+  redis = priv.redis;
   store = new Store(redis, keys);
 });
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
-});
-beforeEach(async () => {
-  await redis.flushall();
-});
-
-async function redisNow(): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const group = { name: 'cluster-prod', maxConcurrent: 2, rateLimit: null };
 

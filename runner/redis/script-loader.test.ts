@@ -9,36 +9,24 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HistoryKeys } from '../history/keys.js';
 import { OutboxKeys } from '../outbox/keys.js';
 import { OUTBOX_GROUP } from '../outbox/store.js';
 import { FINAL_STATES } from '../records/runs.js';
 import { Keyspace } from './keys.js';
 import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
-import { RedisServerProcess } from './server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 
-let server: RedisServerProcess;
+const priv = usePrivateRedis();
+const { redisNow } = priv;
 let redis: Redis;
 const k = new Keyspace('c');
 const ob = new OutboxKeys(k);
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
+beforeAll(() => {
+  redis = priv.redis;
 });
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
-});
-beforeEach(async () => {
-  await redis.flushall();
-});
-
-async function redisNow(): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
 
 type Arg = string | number | Buffer;
 type Args = Arg[] | Record<string, unknown>;

@@ -6,9 +6,8 @@
  * admitted occurrence back to waiting, and cancellation.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from './keys.js';
-import { RedisServerProcess } from './server-process.js';
 import { Store, type ClaimRequest, type PlannedOccurrence, type PlanPolicy } from './store.js';
 import { keepFireTimes } from '../engine/dispositions.js';
 import { offerOf } from '../engine/planner.js';
@@ -17,29 +16,18 @@ import { occurrenceKey } from '../schedule/occurrence.js';
 import { toRunRecord } from '../records/runs.js';
 import { backfillCounts } from '../records/backfill.js';
 import { parseLastResult } from '../records/last-result.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 
-let server: RedisServerProcess;
+const priv = usePrivateRedis();
+const { redisNow } = priv;
 let redis: Redis;
 let store: Store;
 const keys = new Keyspace('t');
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
+beforeAll(() => {
+  redis = priv.redis;
   store = new Store(redis, keys);
 });
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
-});
-beforeEach(async () => {
-  await redis.flushall();
-});
-
-async function redisNow(): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
 async function record(key: string) {
   return toRunRecord(await redis.hgetall(keys.occurrence(key)));
 }
@@ -743,9 +731,9 @@ describe('calendars and blackouts in the plan script (Redis TIME)', () => {
 
 describe('waiting for Redis replicas (ReplicaWait)', () => {
   it('claim and finish report how many Redis replicas acknowledged within the timeout (none here), on their own connection', async () => {
-    const durable = new Redis(server.url);
+    const durable = new Redis(priv.server.url);
     try {
-      const waiting = new Store(redis, keys, { redis: durable, replicas: 1, timeoutMs: 150, target: server.url });
+      const waiting = new Store(redis, keys, { redis: durable, replicas: 1, timeoutMs: 150, target: priv.server.url });
       const now = await redisNow();
       const [item] = offer('s', [{ dueMs: now - 50, fireMs: now - 50 }]);
       await store.plan([item!], planOpts);
