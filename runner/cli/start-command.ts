@@ -71,9 +71,9 @@ export function addStartCommand(program: Command): void {
 }
 
 async function start(path: string | undefined, o: Record<string, unknown> & RedisFlags): Promise<void> {
-  const user: Partial<RunnerOptions> = { namespace: o.namespace, ...optionsFromFlags(o) };
   let options: RunnerOptions;
   try {
+    const user: Partial<RunnerOptions> = { namespace: o.namespace, ...optionsFromFlags(o) };
     options = compileOptions(user);
   } catch (err) {
     if (err instanceof OptionsError) throw new CliError(flagNames(err.message));

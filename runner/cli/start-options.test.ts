@@ -70,8 +70,14 @@ describe('the start flags (one table)', () => {
       '--redis-wait-timeout must be at least 1 ms and shorter than half of --lock (500 ms), got 1000 ms',
     );
     expect(message(['--redis-wait-replicas', '1', '--redis-wait-timeout', '0ms'])).toMatch(/^--redis-wait-timeout must be at least 1 ms/);
-    // Without WAIT the timeout is not used, so it is not checked.
+    // Without WAIT the default timeout is not used, so it is not checked.
     expect(message(['--lock', '1s'])).toBe('');
+    // A timeout given without WAIT would be ignored without a word: refused, saying how to fix it.
+    const refusal = /^--redis-wait-timeout 250ms has no effect without --redis-wait-replicas of 1 or more \((not given|got 0): claims are not waited for\): add --redis-wait-replicas <n>, .* or leave out --redis-wait-timeout$/;
+    expect(message(['--redis-wait-timeout', '250ms'])).toMatch(refusal);
+    expect(message(['--redis-wait-timeout', '250ms'])).toContain('(not given:');
+    expect(message(['--redis-wait-replicas', '0', '--redis-wait-timeout', '250ms'])).toContain('(got 0:');
+    expect(message(['--redis-wait-replicas', '0', '--redis-wait-timeout', '250ms'])).toMatch(refusal);
     expect(() => parse(['--redis-wait-replicas', '-1'])).toThrow();
   });
 });

@@ -6,7 +6,7 @@
  * `--namespace` (cli/redis-target.ts) and the dashboard API's `--listen` and `--api-token-file` (cli/ui-command.ts).
  */
 import { Option } from 'commander';
-import { DEFAULT_OPTIONS, type RunnerOptions } from '../engine/options.js';
+import { DEFAULT_OPTIONS, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { DEFAULT_HISTORY_MS } from '../history/config.js';
 import { formatDurationMs } from '../time/duration.js';
 import { durationArg, nonNegativeIntArg, positiveIntArg } from './arg-parsers.js';
@@ -151,6 +151,8 @@ function defaultText(option: keyof RunnerOptions, unit: FlagUnit): string {
 /**
  * The runner options a user set, from commander's parsed options (`start`'s action): flags not given (and
  * empty names) are left out, so compileOptions fills in their defaults.
+ * @throws OptionsError for flags that only mean something with another one: `--redis-wait-timeout` without
+ *   `--redis-wait-replicas` of 1 or more (WAIT is off, so the timeout would be ignored without a word).
  */
 export function optionsFromFlags(parsed: Record<string, unknown>): Partial<RunnerOptions> {
   const user: Partial<RunnerOptions> = {};
@@ -158,6 +160,13 @@ export function optionsFromFlags(parsed: Record<string, unknown>): Partial<Runne
     if (f.option === undefined) continue;
     const v = parsed[flagOption(f).attributeName()];
     if (v !== undefined && v !== '') (user as Record<string, unknown>)[f.option] = v;
+  }
+  if (user.redisWaitTimeoutMs !== undefined && !((user.redisWaitReplicas ?? 0) > 0)) {
+    throw new OptionsError(
+      `--redis-wait-timeout ${formatDurationMs(user.redisWaitTimeoutMs)} has no effect without --redis-wait-replicas of 1 or more ` +
+        `(${user.redisWaitReplicas === undefined ? 'not given' : 'got 0'}: claims are not waited for): add --redis-wait-replicas <n>, ` +
+        'the Redis replicas that must acknowledge each claim, or leave out --redis-wait-timeout',
+    );
   }
   return user;
 }

@@ -315,6 +315,14 @@ describe('the cronflock command', () => {
       expect(r.stderr).not.toContain('Options:');
     }
     expect(run(['runs', '--limit', 'x']).stderr).toMatch(/argument 'x' is invalid\. must be a whole number ≥ 1\n\(add --help for usage\)/);
+    // A flag that means nothing without another one is refused before anything starts (it was ignored).
+    const wait = spawnSync(process.execPath, [BIN, 'start', 'examples/schedules.yaml', '--redis-wait-timeout', '250ms', '--redis', flock.redis.url], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(wait.status, wait.stderr).toBe(2);
+    expect(wait.stderr).toMatch(/--redis-wait-timeout 250ms has no effect without --redis-wait-replicas of 1 or more .*add --redis-wait-replicas <n>/);
     const help = run(['--help']);
     expect(help.status).toBe(0);
     for (const v of ['REDIS_URL', 'REDIS_TLS_CA_FILE', 'CRONFLOCK_NAMESPACE', 'CRONFLOCK_REPLICA', 'CRONFLOCK_ADMIN', 'CRONFLOCK_LOG_LEVEL', 'Exit codes']) {
