@@ -14,6 +14,7 @@ const errors = {
   401: json('Error', 'no token, or an unknown one, where one is needed'),
   403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
   404: json('Error', 'no such schedule or occurrence'),
+  503: json('Error', '`REDIS_UNAVAILABLE`: Redis is not answering (down, unreachable, or accepting connections but not answering within the Redis timeout); try again'),
 };
 
 /** Query parameters of a zod object (strings in the URL; their JSON Schema as the handler reads them). */

@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import type { RedisClient } from '../redis/connect.js';
+import type { RedisProblem } from '../redis/explain.js';
 import type { Keyspace } from '../redis/keys.js';
 import { parseOccurrenceKey } from '../schedule/occurrence.js';
 import { readAudit } from '../history/audit.js';
@@ -47,6 +48,11 @@ export interface ApiDeps {
   /** The control context actions run with (its `by` is replaced by the caller's name). */
   control: ControlContext;
   version: string;
+  /**
+   * When `err` (what a handler threw) means that Redis is not answering, why, in words (no client internals);
+   * null otherwise. Such a request is answered 503 REDIS_UNAVAILABLE (see dashboard.ts).
+   */
+  redisProblem?: (err: unknown) => RedisProblem | null;
 }
 
 type Env = { Variables: { caller: Caller } };
@@ -114,6 +120,11 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, err.status);
     if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
+    const redis = d.redisProblem?.(err);
+    if (redis) {
+      const message = `Redis is not answering: ${redis.message}${redis.hint ? ` (${redis.hint})` : ''}; try again`;
+      return c.json({ error: { code: 'REDIS_UNAVAILABLE', message } }, 503);
+    }
     return c.json({ error: { code: 'INTERNAL', message: `could not answer: ${(err as Error).message}` } }, 503);
   });
 

@@ -50,7 +50,7 @@ export function addRedisOptions(c: Command, redisHelp = 'Redis URL: redis://, re
 
 /**
  * {@link addRedisOptions} plus `--redis-timeout <s>` (default `CRONFLOCK_REDIS_TIMEOUT`, else 10): for the
- * commands that do their work and exit ({@link withOneShotRedis}).
+ * commands that do their work and exit ({@link withOneShotRedis}), and for `ui` (how long one request waits).
  */
 export function addOneShotRedisOptions(c: Command): Command {
   addRedisOptions(c);

@@ -9,7 +9,7 @@ import { DEFAULT_UI_LISTEN, startDashboard } from '../api/dashboard.js';
 import { createLogger } from '../log.js';
 import { redactRedisUrl } from '../redis/connect.js';
 import { packageVersion } from './package-info.js';
-import { addRedisOptions, CliError, resolveRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, CliError, DEFAULT_REDIS_TIMEOUT_S, resolveRedis, type RedisFlags } from './redis-target.js';
 import { onStopSignals, signalExitCode } from './stop-signals.js';
 
 /** Adds `--listen` and `--api-token-file` (shared by `ui` and `start --ui`). */
@@ -44,14 +44,22 @@ export function apiSettings(o: { listen?: string; apiTokenFile?: string }): { li
 /** Adds `ui` to the program. */
 export function addUiCommand(program: Command): void {
   const c = program.command('ui').description('serve the dashboard and the HTTP API (/api/v1) of a flock; needs only its Redis');
-  addRedisOptions(c);
+  addOneShotRedisOptions(c); // --redis-timeout: how long a request waits for Redis before it is answered 503
   addApiOptions(c, DEFAULT_UI_LISTEN).action(async (o: RedisFlags & { listen: string; apiTokenFile?: string }) => {
     const { listen, rules } = apiSettings(o);
     const log = createLogger({ component: 'ui' });
     const target = await resolveRedis(o.redis, false, log, o);
     let ui;
     try {
-      ui = await startDashboard({ redisUrl: target.url, redisTls: target.tls, namespace: o.namespace, listen, rules, version: packageVersion() });
+      ui = await startDashboard({
+        redisUrl: target.url,
+        redisTls: target.tls,
+        namespace: o.namespace,
+        listen,
+        rules,
+        version: packageVersion(),
+        redisTimeoutMs: (o.redisTimeout ?? DEFAULT_REDIS_TIMEOUT_S) * 1000,
+      });
     } catch (err) {
       throw new CliError(`cannot listen on ${o.listen}: ${(err as Error).message}`);
     }

@@ -187,9 +187,13 @@ function refuseMissingDb(e: RedisEndpoint, client: Redis): Redis {
   return client;
 }
 
-/** A connection for cronflock's own commands and BullMQ's Queue (auto-pipelined; commands fail fast). */
-export function connectCommands(url: string, name: string, tls?: RedisTlsFiles): RedisClient {
-  return connectRedis(url, name, 'commands', tls);
+/**
+ * A connection for cronflock's own commands and BullMQ's Queue (auto-pipelined; commands fail fast). With
+ * `answerTimeoutMs`, a command that gets no answer that long fails ("Command timed out"): a paused or wedged
+ * server does not hold a caller for ever (the dashboard's requests).
+ */
+export function connectCommands(url: string, name: string, tls?: RedisTlsFiles, answerTimeoutMs?: number): RedisClient {
+  return connectRedis(url, name, 'commands', tls, answerTimeoutMs);
 }
 
 /**

@@ -95,6 +95,16 @@ const CAUSES: { test: RegExp; problem: (m: string) => RedisProblem }[] = [
 const firstLine = (s: string): string => s.split('\n')[0]!.trim();
 
 /**
+ * Whether `err` is the Redis client's own failure (the command was not sent, or got no answer within the
+ * connection's command timeout: "Command timed out") rather than an answer of the server (a ReplyError such as
+ * WRONGTYPE) or a fault elsewhere: then Redis is away, and {@link explainRedisError} says why in words.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  const own = firstLine(err instanceof Error ? err.message : String(err));
+  return /^Command timed out/.test(own) || CLIENT_INTERNALS.some((re) => re.test(own));
+}
+
+/**
  * Explains a failed Redis command.
  * @param err what the command threw.
  * @param connectionErrors the connection's recent `error` events (they hold the cause when the command only
