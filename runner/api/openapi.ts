@@ -13,7 +13,7 @@ const errors = {
   400: json('Error', 'bad request: `error.field` names the refused field (e.g. `query.limit`), `error.message` says what is wrong and what is allowed'),
   401: json('Error', 'no token, or an unknown one, where one is needed'),
   403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
-  404: json('Error', 'no such schedule or occurrence'),
+  404: json('Error', '`NOT_FOUND`: no such schedule or occurrence, or no such route (any path or method not listed here)'),
   503: json('Error', '`REDIS_UNAVAILABLE`: Redis is not answering (down, unreachable, or accepting connections but not answering within the Redis timeout); try again'),
 };
 

@@ -116,6 +116,13 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (c.req.path.startsWith('/api/')) c.header('Cache-Control', 'no-store');
   });
 
+  // An unknown API route (or method) is answered in the error envelope like every other error; the pages keep
+  // their own (ui/routes.ts).
+  app.notFound((c) => {
+    if (!c.req.path.startsWith('/api/')) return c.text('not found', 404);
+    return c.json({ error: { code: 'NOT_FOUND', message: `no API route ${c.req.method} ${c.req.path}: the routes are listed in /api/v1/openapi.json` } }, 404);
+  });
+
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, err.status);
     if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
