@@ -17,11 +17,33 @@ export function formatSpanMs(ms: number): string {
   return `${sign}${Math.floor(a / 86_400_000)}d${two(Math.floor(a / 3_600_000) % 24)}h`;
 }
 
+/** Control characters (C0, DEL, C1) and the bidirectional overrides and isolates (which reorder what follows). */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
 /**
- * An aligned table: columns as wide as their widest cell, two spaces apart, the last column unpadded.
+ * `s` safe to print to a terminal: every control character written as an escape (`\n`, `\r`, `\t`, `\x1b`,
+ * `\u202e` …), so that text from elsewhere (an audit reason, a run's error) can neither send terminal escape
+ * sequences (colours, cursor moves, window titles, hyperlinks) nor break a table's lines, and a reader sees that
+ * it held them.
+ */
+export function printable(s: string): string {
+  return s.replace(UNPRINTABLE, (c) => {
+    const named = NAMED[c];
+    if (named) return named;
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/**
+ * An aligned table: columns as wide as their widest cell, two spaces apart, the last column unpadded. Every cell
+ * is made {@link printable} first.
  * @param o.right indexes of columns aligned right (numbers).
  */
-export function table(head: readonly string[], rows: readonly (readonly string[])[], o: { right?: readonly number[] } = {}): string {
+export function table(head: readonly string[], cells: readonly (readonly string[])[], o: { right?: readonly number[] } = {}): string {
+  const rows = cells.map((r) => r.map(printable));
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells

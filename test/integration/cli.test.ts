@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { listRuns } from '../../runner/records/runs.js';
+import { recordAudit } from '../../runner/history/audit.js';
 import { freePort, RedisServerProcess } from '../../runner/redis/server-process.js';
 import { Flock, sleep, until } from '../support/flock.js';
 import { BIN, ROOT } from '../support/replica.js';
@@ -333,6 +334,20 @@ describe('the cronflock command', () => {
       expect(start).toContain(t);
     }
     expect(run(['--version']).stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
+  it('`audit` prints control characters of a reason escaped (no terminal escape sequence reaches the terminal)', async () => {
+    const ns = 'audit-escape';
+    const reason = 'migrate\x1b[2J\x1b]0;pwned\x07\r\nFAKE ENTRY\x9b31m\u202eevil';
+    await recordAudit(flock.redisClient, new Keyspace(ns), { who: 'mallory', via: 'api', action: 'suspend', schedule: 'x', reason, outcome: 'suspended' });
+    const r = run(['audit', '--namespace', ns, '--redis', flock.redis.url]);
+    expect(r.status, r.stderr).toBe(0);
+    // eslint-disable-next-line no-control-regex -- the assertion looks for raw control characters
+    for (const line of r.stdout.split('\n')) expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e]/);
+    expect(r.stdout).toContain('migrate\\x1b[2J\\x1b]0;pwned\\x07\\r\\nFAKE ENTRY\\x9b31m\\u202eevil');
+    expect(r.stdout.trim().split('\n')).toHaveLength(2); // the header and the one entry
+    // --json keeps the reason as it was given (JSON escapes it).
+    expect((JSON.parse(run(['audit', '--namespace', ns, '--json', '--redis', flock.redis.url]).stdout) as { reason: string }[])[0]!.reason).toBe(reason);
   });
 
   it('runs from the TypeScript sources too (package.json found from either place)', () => {
