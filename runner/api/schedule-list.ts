@@ -166,7 +166,8 @@ export function summarize(r: ScheduleRow, counts: ScheduleSummary['counts24h']):
       ? { key: l.key, state: l.state, dueMs: l.dueMs, ...(l.reason ? { reason: l.reason } : {}), ...(l.error ? { error: l.error } : {}), ...(l.endMs !== undefined ? { endMs: l.endMs } : {}) }
       : null,
     lastSuccessMs: r.lastSuccessMs ?? null,
-    overdueSeconds: Math.round(r.health.overdueMs / 1000),
+    // Rounded up: a schedule overdue for 0.3 s is overdue (0 means it is not; the overdue filter and the pill agree).
+    overdueSeconds: Math.ceil(r.health.overdueMs / 1000),
     suspended: r.suspension !== undefined || r.def.suspend === true,
     suspension: r.suspension ?? (r.def.suspend ? { sinceMs: r.def.loadedAtMs, by: 'schedule file', note: 'suspend: true' } : null),
     counts24h: counts,

@@ -50,7 +50,7 @@ export const scheduleSummarySchema = z
     lastExpectedDueMs: ms.nullable().describe('the latest due time a success was owed for'),
     last: lastResultSchema.nullable(),
     lastSuccessMs: ms.nullable(),
-    overdueSeconds: z.number().describe('how long it is overdue (runner/records/health.ts); 0 when it is not'),
+    overdueSeconds: z.number().describe('how long it is overdue (runner/records/health.ts), whole seconds rounded up; 0 when it is not'),
     suspended: z.boolean().describe('suspended at run time (cronflock suspend) or in its file'),
     suspension: suspensionSchema.nullable(),
     counts24h: countsSchema,
