@@ -38,6 +38,7 @@ import {
 } from './schemas.js';
 import { requestProblems, type RequestPart } from './request-messages.js';
 import { mountUi } from '../ui/routes.js';
+import { errorPage } from '../ui/pages.js';
 
 /** What the server needs. */
 export interface ApiDeps {
@@ -130,6 +131,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const redis = d.redisProblem?.(err);
     if (redis) {
       const message = `Redis is not answering: ${redis.message}${redis.hint ? ` (${redis.hint})` : ''}; try again`;
+      // A page says it as a page (htmx leaves a live table as it is on an error answer).
+      if (!c.req.path.startsWith('/api/')) return c.html(errorPage('Redis is not answering', message), 503);
       return c.json({ error: { code: 'REDIS_UNAVAILABLE', message } }, 503);
     }
     return c.json({ error: { code: 'INTERNAL', message: `could not answer: ${(err as Error).message}` } }, 503);

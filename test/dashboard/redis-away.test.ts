@@ -3,7 +3,7 @@
  * but answers nothing) a request is answered 503 REDIS_UNAVAILABLE in the error envelope within the Redis
  * timeout (it hung before); stopped (killed) the same, with the cause in words, never the client's internals
  * ("Stream isn't writeable and enableOfflineQueue options is false"); back, the same requests are answered.
- * `cronflock ui --redis-timeout` sets that bound.
+ * `cronflock ui --redis-timeout` sets that bound. A page (not the API) says it as an HTML page.
  */
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -44,6 +44,13 @@ describe('the dashboard with Redis away', () => {
         expect(r.body.error!.message).not.toMatch(INTERNALS);
         expect(r.ms, path).toBeLessThan(15_000); // bounded by the 1 s timeout (generous on a loaded machine)
       }
+      // A page says it as a page, in words.
+      const page = await fetch(new URL('/flock', d.url), { signal: AbortSignal.timeout(30_000) });
+      expect(page.status).toBe(503);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      const text = await page.text();
+      expect(text).toContain('<h1>Redis is not answering</h1>');
+      expect(text).not.toMatch(INTERNALS);
     } finally {
       process.kill(srv.pid!, 'SIGCONT');
     }
