@@ -13,6 +13,10 @@
  * One worker per lane (enqueue.ts): the live lane's `concurrency` slots take only on-time occurrences; the
  * backlog lane's `backlogConcurrency` slots take triggers, resume runs, catch-up runs and admitted backfill.
  * Both run the same processor: the lanes differ in which slots a run takes, not in how it is claimed.
+ *
+ * With `--batch-size` > 1 a live-lane job may carry a batch of occurrences of one fire-time slot (enqueue.ts):
+ * each goes through the same processor on its own (its own fire time, claim, fencing token, run slot of
+ * `concurrency`), and whatever would go back to the queue goes on as a job of its own ({@link Delivery}).
  */
 import { DelayedError, Queue, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
