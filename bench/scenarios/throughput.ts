@@ -13,6 +13,7 @@
  *   --log-level warn               the replicas' log level (info adds two JSON lines per run)
  *   --no-aof                       Redis without AOF (default: AOF on, as the README asks of production)
  *   --redis-replicas 1             give each system's redis-server this many Redis replicas (`--replicaof`)
+ *   --batch-size 50                cronflock's `--batch-size` (occurrences per live-lane queue job); default: the engine's
  *   --redis-wait-replicas 1        cronflock's `--redis-wait-replicas` (WAIT after each claim and final state);
  *                                  compare runs with the same --redis-replicas and 0 or 1 here for its cost
  *
@@ -317,6 +318,8 @@ export async function throughput(f: Flags): Promise<void> {
   const aof = !f.bool('no-aof');
   const redisReplicas = f.num('redis-replicas', 0);
   const waitReplicas = f.num('redis-wait-replicas', 0);
+  const batchSizeFlag = f.num('batch-size', 0);
+  const batchSize = batchSizeFlag > 0 ? batchSizeFlag : undefined;
   if (waitReplicas > redisReplicas) throw new Error(`--redis-wait-replicas ${waitReplicas} needs --redis-replicas ${waitReplicas} or more (got ${redisReplicas}): WAIT would time out on every claim`);
   const label = (id: ThroughputSystem): string => (id === 'cronflock' ? `cronflock (jitter ${jitter})` : THROUGHPUT_SYSTEMS.find((s) => s.id === id)!.label);
   for (const schedules of schedulesList) {
@@ -344,7 +347,10 @@ export async function throughput(f: Flags): Promise<void> {
                   jitter: id === 'cronflock' ? jitter : '0s',
                   concurrency,
                   logLevel,
-                  args: waitReplicas > 0 ? ['--redis-wait-replicas', String(waitReplicas)] : [],
+                  args: [
+                    ...(waitReplicas > 0 ? ['--redis-wait-replicas', String(waitReplicas)] : []),
+                    ...(batchSize !== undefined ? ['--batch-size', String(batchSize)] : []),
+                  ],
                 });
           cell[id] = r;
           notes.push(`${label(id)}: busiest Redis commands ${topCommands(r.redis)}${r.sampled !== undefined && r.sampled < 1 ? `; starts counted on ${(r.sampled * 100).toFixed(0)} % of the schedules and scaled` : ''}`);
@@ -363,7 +369,7 @@ export async function throughput(f: Flags): Promise<void> {
           header: ['figure', ...THROUGHPUT_SYSTEMS.map((s) => label(s.id)), 'jittered / BullMQ', 'jitter 0 / BullMQ'],
           rows: compareRows(cell, schedules),
           notes: [
-            `Each system alone on its own redis-server (AOF ${aof ? 'on' : 'off'}, otherwise default settings), one after the other. cronflock: --concurrency ${concurrency}, log level ${logLevel}; jittered: jitter ${jitter} (the occurrences of a second spread over it); jitter 0: every occurrence fires on the second, as BullMQ's. BullMQ: concurrency ${concurrency} per worker, removeOnComplete.`,
+            `Each system alone on its own redis-server (AOF ${aof ? 'on' : 'off'}, otherwise default settings), one after the other. cronflock: --concurrency ${concurrency}${batchSize !== undefined ? ` --batch-size ${batchSize}` : ''}, log level ${logLevel}; jittered: jitter ${jitter} (the occurrences of a second spread over it); jitter 0: every occurrence fires on the second, as BullMQ's. BullMQ: concurrency ${concurrency} per worker, removeOnComplete.`,
             ...(redisReplicas > 0 ? [`Each redis-server has ${redisReplicas} Redis replica(s) on this machine; cronflock --redis-wait-replicas ${waitReplicas}${waitReplicas > 0 ? ' (WAIT after each claim and final state)' : ' (no WAIT)'}.`] : []),
             ...notes,
           ],

@@ -50,6 +50,13 @@ export const START_FLAGS: readonly StartFlag[] = [
   { option: 'maxStalls', flag: '--max-stalls <n>', unit: 'count', help: 're-claims after stalls before an occurrence fails' },
   { option: 'concurrency', flag: '--concurrency <n>', unit: 'positive count', help: 'live occurrences held at once by this replica' },
   {
+    option: 'batchSize',
+    flag: '--batch-size <n>',
+    unit: 'positive count',
+    help: 'most on-time occurrences of one fire-time slot delivered as one queue job (each still claimed on its own); 1: one job each',
+    env: 'CRONFLOCK_BATCH_SIZE',
+  },
+  {
     option: 'backlogConcurrency',
     flag: '--backlog-concurrency <n>',
     unit: 'positive count',

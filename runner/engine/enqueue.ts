@@ -20,6 +20,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { Keyspace } from '../redis/keys.js';
 import type { Origin } from '../records/runs.js';
+import { randomBytes } from 'node:crypto';
 import { isCatchUpRun } from './dispositions.js';
 
 /** Data of a BullMQ job: one occurrence. Times UTC ms. */
@@ -30,6 +31,32 @@ export interface OccurrenceJobData {
   fireMs: number;
   origin: Origin;
 }
+
+/**
+ * Data of a batch job of the live lane (`--batch-size` > 1): up to `batchSize` occurrences whose fire times fall
+ * in one slot of {@link BATCH_SLOT_MS}. The job is due at the earliest fire time − prefetch; the worker that takes
+ * it waits for each occurrence's own fire time and claims each one on its own (executor.ts), so jitter is kept.
+ */
+export interface BatchJobData {
+  batch: OccurrenceJobData[];
+}
+
+/** Data of any job of either lane: one occurrence, or a batch of them (live lane only). */
+export type DeliveryJobData = OccurrenceJobData | BatchJobData;
+
+/** Whether a job's data is a batch. */
+export function isBatch(d: DeliveryJobData): d is BatchJobData {
+  return Array.isArray((d as BatchJobData).batch);
+}
+
+/**
+ * Width of a fire-time slot a batch is cut from, ms: occurrences of one batch fire within this of each other,
+ * so a batch holds its worker for at most this plus the prefetch before its last run is claimed.
+ */
+export const BATCH_SLOT_MS = 250;
+
+/** Run-record field naming the BullMQ batch job an occurrence was enqueued in (read by the sweep script). */
+export const BATCH_JOB_FIELD = 'bj';
 
 /** What {@link enqueueOccurrences} takes: a job's data, and the recorded reason where there is one. */
 export type EnqueueItem = OccurrenceJobData & { reason?: string };
@@ -72,8 +99,19 @@ function backlogPriority(o: { origin: Origin }): number {
   return o.origin === 'schedule' ? 2 : 3;
 }
 
+/** How {@link enqueueOccurrences} groups live occurrences into jobs. */
+export interface BatchOptions {
+  /** Most occurrences per live-lane job; 1 (the default): one job per occurrence. */
+  batchSize: number;
+  /** Connection on which the batch job id is written to each record (field {@link BATCH_JOB_FIELD}). */
+  redis: RedisClient;
+}
+
 /**
- * Adds one job per occurrence, each to its lane's queue.
+ * Adds the occurrences to their lanes' queues: one job per occurrence, except live occurrences with
+ * `batch.batchSize` > 1, which go in batch jobs of at most that many occurrences of one fire-time slot
+ * ({@link BATCH_SLOT_MS}). Each record first gets the id of its batch job (so the sweep knows it has a job),
+ * then the jobs are added; a crash between the two only leaves work for the sweep.
  * @param prefetchMs how long before its fire time a job becomes available to workers.
  */
 export async function enqueueOccurrences(
@@ -82,12 +120,14 @@ export async function enqueueOccurrences(
   clock: RedisClock,
   prefetchMs: number,
   items: readonly EnqueueItem[],
+  batch?: BatchOptions,
 ): Promise<void> {
   if (items.length === 0) return;
   const now = clock.now();
+  const dataOf = (it: EnqueueItem): OccurrenceJobData => ({ schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, origin: it.origin });
   const job = (it: EnqueueItem, priority?: number) => ({
     name: it.schedule,
-    data: { schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, origin: it.origin } satisfies OccurrenceJobData,
+    data: dataOf(it) as DeliveryJobData,
     opts: {
       jobId: keys.jobId(it.key),
       // BullMQ scores a delayed job at timestamp + delay: both on the Redis clock.
@@ -100,6 +140,48 @@ export async function enqueueOccurrences(
   });
   const live = items.filter((it) => laneOf(it) === 'live');
   const backlog = items.filter((it) => laneOf(it) === 'backlog');
-  if (live.length > 0) await lanes.live.addBulk(live.map((it) => job(it)));
+  if (live.length > 0 && batch && batch.batchSize > 1) {
+    const jobs = batchesOf(live, batch.batchSize).map((members) => {
+      const first = members[0]!;
+      return {
+        name: 'batch',
+        data: { batch: members.map(dataOf) } as DeliveryJobData,
+        opts: {
+          // Unique: a batch is never de-duplicated against another (the records de-duplicate the occurrences).
+          jobId: `b-${keys.jobId(first.key)}-${randomBytes(4).toString('hex')}`,
+          timestamp: now,
+          delay: Math.max(0, first.fireMs - prefetchMs - now),
+          removeOnComplete: true,
+          removeOnFail: true,
+        },
+      };
+    });
+    const p = batch.redis.pipeline();
+    for (const j of jobs) for (const m of (j.data as BatchJobData).batch) p.hset(keys.occurrence(m.key), BATCH_JOB_FIELD, j.opts.jobId);
+    await p.exec();
+    await lanes.live.addBulk(jobs);
+  } else if (live.length > 0) await lanes.live.addBulk(live.map((it) => job(it)));
   if (backlog.length > 0) await lanes.backlog.addBulk(backlog.map((it) => job(it, backlogPriority(it))));
+}
+
+/**
+ * Cuts live occurrences into batches: by fire-time slot ({@link BATCH_SLOT_MS}), fire-time order inside, at most
+ * `size` each, and a slot's occurrences split evenly over its batches (so several workers share a busy slot).
+ */
+export function batchesOf<T extends { fireMs: number }>(items: readonly T[], size: number): T[][] {
+  const bySlot = new Map<number, T[]>();
+  for (const it of items) {
+    const slot = Math.floor(it.fireMs / BATCH_SLOT_MS);
+    const list = bySlot.get(slot) ?? [];
+    list.push(it);
+    bySlot.set(slot, list);
+  }
+  const out: T[][] = [];
+  for (const list of bySlot.values()) {
+    list.sort((a, b) => a.fireMs - b.fireMs);
+    const n = Math.ceil(list.length / size);
+    const per = Math.ceil(list.length / n);
+    for (let i = 0; i < list.length; i += per) out.push(list.slice(i, i + per));
+  }
+  return out;
 }

@@ -13,8 +13,12 @@
  * One worker per lane (enqueue.ts): the live lane's `concurrency` slots take only on-time occurrences; the
  * backlog lane's `backlogConcurrency` slots take triggers, resume runs, catch-up runs and admitted backfill.
  * Both run the same processor: the lanes differ in which slots a run takes, not in how it is claimed.
+ *
+ * With `--batch-size` > 1 a live-lane job may carry a batch of occurrences of one fire-time slot (enqueue.ts):
+ * each goes through the same processor on its own (its own fire time, claim, fencing token, run slot of
+ * `concurrency`), and whatever would go back to the queue goes on as a job of its own ({@link Delivery}).
  */
-import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, WaitingError, Worker, type Job } from 'bullmq';
 import { setMaxListeners } from 'node:events';
 import type { RedisClient } from '../redis/connect.js';
 import { findJobKind } from '../../jobs/registry.js';
@@ -27,7 +31,7 @@ import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { EngineEvents, RunEvent } from './events.js';
 import type { RunnerOptions } from './options.js';
-import type { OccurrenceJobData } from './enqueue.js';
+import { isBatch, type BatchJobData, type DeliveryJobData, type OccurrenceJobData } from './enqueue.js';
 import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
@@ -48,6 +52,73 @@ export interface ExecutorRequirements {
   tracer?: OccurrenceTracer;
 }
 
+/**
+ * How one delivered occurrence goes back when it does not end here: each ends the delivery (throws).
+ * `slot` takes a run slot before the claim and returns its release.
+ */
+interface Delivery {
+  /** Back to wait at once (a hand-over, a lost claim). */
+  back(): Promise<never>;
+  /** Delivered again at `redisMs` on the Redis clock. */
+  backUntil(redisMs: number): Promise<never>;
+  /** Delivered again at the retry time `redisMs` (throws when that cannot be arranged). */
+  retryAt(redisMs: number): Promise<never>;
+  slot(): Promise<() => void>;
+}
+
+/** An occurrence of a batch went on as a job of its own: it is delivered, as far as the batch is concerned. */
+class HandedOn extends Error {
+  constructor() {
+    super('handed on as a job of its own');
+    this.name = 'HandedOn';
+  }
+}
+
+/** Counting semaphore of run slots, first come first served; a stop releases the waiters (with no slot). */
+class Slots {
+  private free: number;
+  private readonly waiters: (() => void)[] = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  /** Resolves with the slot's release once one is free, or with a no-op when `signal` fires first. */
+  acquire(signal: AbortSignal): Promise<() => void> {
+    const release = (): void => {
+      const next = this.waiters.shift();
+      if (next) next();
+      else this.free++;
+    };
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve(once(release));
+    }
+    if (signal.aborted) return Promise.resolve(() => undefined);
+    return new Promise((resolve) => {
+      const take = (): void => {
+        signal.removeEventListener('abort', gone);
+        resolve(once(release));
+      };
+      const gone = (): void => {
+        const i = this.waiters.indexOf(take);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(() => undefined);
+      };
+      this.waiters.push(take);
+      signal.addEventListener('abort', gone, { once: true });
+    });
+  }
+}
+
+function once(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) {
+      done = true;
+      f();
+    }
+  };
+}
+
 interface ActiveRun {
   holder: ClaimHolder;
 }
@@ -66,7 +137,11 @@ const FIRE_MARGIN_MS = 2;
 
 /** Runs claimed occurrences on this replica. */
 export class Executor {
-  private workers: Worker<OccurrenceJobData>[] = [];
+  private workers: Worker<DeliveryJobData>[] = [];
+  /** The live lane's queue, to hand occurrences of a batch on as jobs of their own (batchSize > 1). */
+  private liveQueue: Queue | undefined;
+  /** The live lane's run slots when occurrences come in batches (batchSize > 1): `concurrency` of them. */
+  private runSlots: Slots | undefined;
   private readonly stopping = new AbortController();
   /** Deliveries here waiting for a slot of a concurrency group: woken when a run of it ends here. */
   private readonly groupWaiters = new Map<string, Set<() => void>>();
@@ -107,12 +182,17 @@ export class Executor {
 
   /** Starts taking deliveries: one worker on each lane's queue. */
   start(): void {
+    if (this.opts.batchSize > 1) {
+      this.liveQueue = new Queue(this.keys.queueName, { connection: this.connection, prefix: this.keys.ns });
+      this.liveQueue.on('error', (err) => this.log.debug({ err: err.message }, 'queue error'));
+      this.runSlots = new Slots(this.opts.concurrency);
+    }
     const lanes: [string, number][] = [
       [this.keys.queueName, this.opts.concurrency],
       [this.keys.backlogQueueName, this.opts.backlogConcurrency],
     ];
     this.workers = lanes.map(([queueName, concurrency]) => {
-      const worker = new Worker<OccurrenceJobData>(queueName, (job, token) => this.processSafely(job, token), {
+      const worker = new Worker<DeliveryJobData>(queueName, (job, token) => this.processJob(job, token), {
         connection: this.connection,
         prefix: this.keys.ns,
         concurrency,
@@ -154,6 +234,7 @@ export class Executor {
     const handoverDeadline = performance.now() + 5_000;
     while (this.active.size > 0 && performance.now() < handoverDeadline) await sleep(20);
     await closing;
+    await this.liveQueue?.close().catch(() => undefined);
   }
 
   /**
@@ -175,13 +256,13 @@ export class Executor {
   }
 
   /** The worker of the lane (queue) a job came from: BullMQ moves a job only through its own queue's keys. */
-  private workerOf(job: Job<OccurrenceJobData>): Worker<OccurrenceJobData> {
+  private workerOf(job: Job<DeliveryJobData>): Worker<DeliveryJobData> {
     const w = this.workers.find((x) => x.name === job.queueName);
     if (!w) throw new Error(`no worker of queue ${job.queueName}`); // unreachable: every job comes from one of ours
     return w;
   }
 
-  private async giveBack(job: Job<OccurrenceJobData>, token: string | undefined): Promise<never> {
+  private async giveBack(job: Job<DeliveryJobData>, token: string | undefined): Promise<never> {
     await job.moveToWait(token).catch(() => undefined); // fails harmlessly when our queue lock is gone
     throw new WaitingError();
   }
@@ -190,9 +271,87 @@ export class Executor {
    * Puts the job back in the delayed set, due at `redisMs` on the Redis clock (not this host's), and ends this
    * delivery. Fails harmlessly when our queue lock is gone (then BullMQ's stall check delivers it again).
    */
-  private async giveBackUntil(job: Job<OccurrenceJobData>, token: string | undefined, redisMs: number): Promise<never> {
+  private async giveBackUntil(job: Job<DeliveryJobData>, token: string | undefined, redisMs: number): Promise<never> {
     await delayJobUntil(this.workerOf(job), job, token, this.clock, redisMs).catch(() => undefined);
     throw new DelayedError();
+  }
+
+  /** The delivery of a job of its own: it goes back, or waits for a retry, as that job. */
+  private singleDelivery(job: Job<DeliveryJobData>, token: string | undefined): Delivery {
+    return {
+      back: () => this.giveBack(job, token),
+      backUntil: (redisMs) => this.giveBackUntil(job, token, redisMs),
+      retryAt: async (redisMs) => {
+        await delayJobUntil(this.workerOf(job), job, token, this.clock, redisMs);
+        throw new DelayedError();
+      },
+      slot: async () => () => undefined, // the job's worker slot is its slot
+    };
+  }
+
+  /**
+   * The delivery of one occurrence of a batch job: what goes back goes back as a job of its own (id from the
+   * occurrence key, so at most one exists), and the batch counts the occurrence as delivered. Its run takes one of
+   * the live lane's `concurrency` run slots once its fire time has come.
+   */
+  private memberDelivery(d: OccurrenceJobData): Delivery {
+    const handOn = async (redisMs: number): Promise<never> => {
+      await this.addSingle(d, redisMs);
+      throw new HandedOn();
+    };
+    return {
+      back: () => handOn(this.clock.now()),
+      backUntil: handOn,
+      retryAt: handOn,
+      slot: () => this.runSlots!.acquire(this.stopping.signal),
+    };
+  }
+
+  /** Adds a job of its own for an occurrence, due at `redisMs` on the Redis clock (live lane). */
+  private async addSingle(d: OccurrenceJobData, redisMs: number): Promise<void> {
+    const now = this.clock.now();
+    await this.liveQueue!.add(d.schedule, { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin }, {
+      jobId: this.keys.jobId(d.key),
+      timestamp: now,
+      delay: Math.max(0, Math.round(redisMs) - now),
+      removeOnComplete: true,
+      removeOnFail: true,
+    });
+  }
+
+  /** A job of either kind: one occurrence, or a batch (enqueue.ts). */
+  private processJob(job: Job<DeliveryJobData>, token?: string): Promise<unknown> {
+    const d = job.data;
+    if (isBatch(d)) return this.processBatch(job as Job<BatchJobData>, token);
+    return this.processSafely(d, this.singleDelivery(job, token));
+  }
+
+  /**
+   * A batch job: each occurrence waits for its own fire time and is claimed on its own (in parallel). The job
+   * completes when every occurrence has ended here or gone on as a job of its own (a retry, a give-back, a
+   * hand-over on SIGTERM). A batch delivered a second time (its holder died: BullMQ's stall check put it back)
+   * is split at once into one job per occurrence, so the dead holder's occurrences spread over the replicas and
+   * are re-claimed one by one (each claim waits for a lapsed lease, counts the stall, and fences with a new
+   * token). If an occurrence can be neither finished nor handed on (Redis away), the batch goes back to the
+   * delayed set for a second and is then split the same way.
+   */
+  private async processBatch(job: Job<BatchJobData>, token: string | undefined): Promise<unknown> {
+    const members = job.data.batch;
+    if (job.attemptsStarted > 1 || this.stopping.signal.aborted) {
+      const now = this.clock.now();
+      await this.liveQueue!.addBulk(
+        members.map((d) => ({
+          name: d.schedule,
+          data: d,
+          opts: { jobId: this.keys.jobId(d.key), timestamp: now, delay: Math.max(0, d.fireMs - this.opts.prefetchMs - now), removeOnComplete: true, removeOnFail: true },
+        })),
+      );
+      return undefined;
+    }
+    const results = await Promise.allSettled(members.map((d) => this.processSafely(d, this.memberDelivery(d))));
+    const failed = results.find((r) => r.status === 'rejected' && !(r.reason instanceof HandedOn));
+    if (failed) return this.giveBackUntil(job, token, this.clock.now() + 1000);
+    return undefined;
   }
 
   /**
@@ -200,19 +359,18 @@ export class Executor {
    * a second later rather than into BullMQ's failed set, where nothing would deliver it again. If even that
    * fails (Redis away), the job keeps its place in `active` and BullMQ's stall check delivers it again.
    */
-  private async processSafely(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
+  private async processSafely(d: OccurrenceJobData, dl: Delivery): Promise<unknown> {
     try {
-      return await this.process(job, token);
+      return await this.process(d, dl);
     } catch (err) {
-      if (err instanceof WaitingError || err instanceof DelayedError) throw err;
+      if (err instanceof WaitingError || err instanceof DelayedError || err instanceof HandedOn) throw err;
       const f = redisFailure(err);
-      this.log.warn({ occurrence: job.data.key, ...f.fields }, `delivery failed: ${f.text}; retrying in 1 s`);
-      return this.giveBackUntil(job, token, this.clock.now() + 1000);
+      this.log.warn({ occurrence: d.key, ...f.fields }, `delivery failed: ${f.text}; retrying in 1 s`);
+      return dl.backUntil(this.clock.now() + 1000);
     }
   }
 
-  private async process(job: Job<OccurrenceJobData>, token?: string): Promise<unknown> {
-    const d = job.data;
+  private async process(d: OccurrenceJobData, dl: Delivery): Promise<unknown> {
     const o = this.opts;
     const base = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, replica: o.replica, origin: d.origin };
     const sched = this.schedules.get(d.schedule);
@@ -221,7 +379,7 @@ export class Executor {
       // until the horizon has passed on the Redis clock.
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
       const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
-      if (!closed) return this.giveBackUntil(job, token, this.clock.now() + 1000);
+      if (!closed) return dl.backUntil(this.clock.now() + 1000);
       this.log.warn({ occurrence: d.key }, reason);
       return;
     }
@@ -232,7 +390,7 @@ export class Executor {
       // horizon on the Redis clock, nobody ran it in time.
       if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
-      return this.giveBackUntil(job, token, this.clock.now() + 1000);
+      return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
@@ -248,12 +406,29 @@ export class Executor {
     // A delivery far earlier than any healthy worker promotes (a host clock far ahead promoted it) goes back to
     // the delayed set instead of holding a slot until then.
     const untilFire = this.clock.delayUntil(d.fireMs);
-    if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, d.fireMs - o.prefetchMs);
+    if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return dl.backUntil(d.fireMs - o.prefetchMs);
     await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
+    const releaseSlot = await dl.slot();
+    try {
+      return await this.claimAndRun(d, dl, sched, kind, base);
+    } finally {
+      releaseSlot();
+    }
+  }
+
+  /** Claims the occurrence (asking again while the claim script says wait) and runs it when claimed. */
+  private async claimAndRun(
+    d: OccurrenceJobData,
+    dl: Delivery,
+    sched: CompiledSchedule,
+    kind: NonNullable<ReturnType<typeof findJobKind>>,
+    base: Omit<RunEvent, 'state'>,
+  ): Promise<unknown> {
+    const o = this.opts;
     let claim;
     let gateWait: { gate: string; sinceMono: number } | undefined;
     for (;;) {
-      if (this.stopping.signal.aborted) return this.giveBack(job, token);
+      if (this.stopping.signal.aborted) return dl.back();
       const sentMono = performance.now();
       claim = await this.store.claim({
         replica: o.replica,
@@ -274,7 +449,7 @@ export class Executor {
       });
       if (claim.status === 'early') {
         // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.
-        if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return this.giveBackUntil(job, token, this.clock.now() + claim.waitMs - o.prefetchMs);
+        if (shouldGiveBackEarly(claim.waitMs, o.prefetchMs, this.clock)) return dl.backUntil(this.clock.now() + claim.waitMs - o.prefetchMs);
         await sleep(claim.waitMs + 1, this.stopping.signal);
       }
       else if (claim.status === 'held') {
@@ -287,7 +462,7 @@ export class Executor {
         // back to the delayed set and ask again later. Their place in line is kept in Redis (the gate's waiting
         // set, the active set), not by the slot.
         if (this.heldHere >= this.heldHereLimit || (gate && waitMs > HELD_HERE_MAX_MS)) {
-          return this.giveBackUntil(job, token, this.clock.now() + Math.max(waitMs, HELD_GIVE_BACK_MIN_MS));
+          return dl.backUntil(this.clock.now() + Math.max(waitMs, HELD_GIVE_BACK_MIN_MS));
         }
         this.heldHere++;
         try {
@@ -307,7 +482,7 @@ export class Executor {
           // Not durable yet: a failover now could lose the claim and let another replica claim the occurrence
           // again while this one ran. Give it back unrun (token-guarded, a hand-over, not a stall); retry shortly.
           await this.store.release(d.key, claim.token, 'claim not acknowledged by enough Redis replicas', o.lockMs).catch(() => false);
-          return this.giveBackUntil(job, token, this.clock.now() + o.redisWaitTimeoutMs);
+          return dl.backUntil(this.clock.now() + o.redisWaitTimeoutMs);
         }
         if (performance.now() - sentMono > o.lockMs / 2) {
           // The answer took so long (Redis or this process paused) that the lease may lapse before the first
@@ -318,7 +493,7 @@ export class Executor {
           continue;
         }
         const waited = gateWait ? { gate: gateWait.gate, ms: Math.round(performance.now() - gateWait.sinceMono) } : undefined;
-        return this.run(job, token, sched, kind, claim, sentMono, waited);
+        return this.run(d, dl, sched, kind, claim, sentMono, waited);
       } else if (claim.status === 'failed') {
         this.log.warn({ occurrence: d.key, reason: claim.reason, error: claim.error }, 'run replaced before its retry; recorded failed');
         this.emit({ ...base, state: 'failed', error: claim.error });
@@ -334,15 +509,14 @@ export class Executor {
   }
 
   private async run(
-    job: Job<OccurrenceJobData>,
-    token: string | undefined,
+    d: OccurrenceJobData,
+    dl: Delivery,
     sched: CompiledSchedule,
     kind: NonNullable<ReturnType<typeof findJobKind>>,
     claim: { token: number; attempt: number; nowMs: number },
     sentMono: number,
     waited?: { gate: string; ms: number },
   ): Promise<unknown> {
-    const d = job.data;
     const o = this.opts;
     const log = this.log.child({ occurrence: d.key, attempt: claim.attempt, fencingToken: claim.token });
     const holder = new ClaimHolder(this.store, d.key, claim.token, o.lockMs, o.retentionMs, sentMono, log);
@@ -392,7 +566,7 @@ export class Executor {
         (value: unknown) => ({ ok: true as const, value }),
         (err: unknown) => ({ ok: false as const, err }),
       );
-    this.active.set(job.id!, { holder });
+    this.active.set(d.key, { holder });
     const timeout =
       sched.timeoutMs === null
         ? undefined
@@ -403,7 +577,7 @@ export class Executor {
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string };
       if ('lost' in first) {
         const lost = first.lost;
-        if (lost.kind === 'lost' || lost.kind === 'handover') return await this.abandonClaim(job, token, claim.token, lost, settled, log, base);
+        if (lost.kind === 'lost' || lost.kind === 'handover') return await this.abandonClaim(d, dl, claim.token, lost, settled, log, base);
         // Timeout, replaced or a blackout: the claim is still ours; record the outcome now, whatever the job still does.
         const reason = lost.kind === 'timeout' ? 'timeout' : lost.kind === 'blackout' ? lost.message : 'replaced';
         outcome = { ok: false, err: lost, reason };
@@ -419,15 +593,14 @@ export class Executor {
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
         this.emit({ ...base, state: 'lost', recorded: false, endMs });
-        return await this.giveBack(job, token);
+        return await dl.back();
       }
       const error = outcome.ok ? undefined : errorText(outcome.err);
       if (result.status === 'retrying') {
         log.warn({ error, retryAt: iso(result.retryAtMs) }, 'run failed; retrying');
         this.emit({ ...base, state: 'retrying', error, endMs });
         // Deliver the same job again at the retry time, on the Redis clock.
-        await delayJobUntil(this.workerOf(job), job, token, this.clock, result.retryAtMs);
-        throw new DelayedError();
+        return await dl.retryAt(result.retryAtMs);
       }
       if (skipped !== undefined) {
         log.info({ state: 'skipped', reason: skipped, endAt: iso(endMs) }, 'run skipped by its job');
@@ -442,7 +615,7 @@ export class Executor {
       if (timeout) clearTimeout(timeout);
       disarmBlackout();
       holder.close();
-      this.active.delete(job.id!);
+      this.active.delete(d.key);
       if (sched.groupLimits) this.wakeGroup(sched.groupLimits.name); // its slot is free: the next waiter asks now
     }
   }
@@ -478,15 +651,15 @@ export class Executor {
    * and let whatever the job still does run into the fence: its late completion is sent and refused.
    */
   private async abandonClaim(
-    job: Job<OccurrenceJobData>,
-    token: string | undefined,
+    d: OccurrenceJobData,
+    dl: Delivery,
     fencingToken: number,
     lost: ClaimLostError,
     settled: Promise<{ ok: true; value: unknown } | { ok: false; err: unknown }>,
     log: Logger,
     base: Omit<RunEvent, 'state'>,
   ): Promise<never> {
-    const key = job.data.key;
+    const key = d.key;
     await this.store.release(key, fencingToken, lost.message, this.opts.lockMs).catch(() => false);
     log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
     void settled.then(async (r) => {
@@ -497,7 +670,7 @@ export class Executor {
       );
     });
     this.emit({ ...base, state: lost.kind === 'handover' ? 'handover' : 'lost', error: lost.message });
-    return this.giveBack(job, token);
+    return dl.back();
   }
 
   /**

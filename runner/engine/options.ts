@@ -35,6 +35,11 @@ export interface RunnerOptions {
    */
   concurrency: number;
   /**
+   * Most occurrences of one fire-time slot per live-lane BullMQ job (enqueue.ts batches). 1: one job per
+   * occurrence. A batch's runs take live slots of `concurrency` each; its occurrences are claimed one by one.
+   */
+  batchSize: number;
+  /**
    * Backlog-lane slots: runs of work asked for after the fact (trigger, resume, catch-up, admitted backfill)
    * one replica holds at once, beside and never instead of the live slots.
    */
@@ -67,6 +72,7 @@ export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
   horizonMs: 3_600_000,
   retentionMs: 86_400_000,
   concurrency: 200,
+  batchSize: 1,
   backlogConcurrency: 10,
   backfillConcurrency: 2,
   shutdownGraceMs: 10_000,
@@ -117,9 +123,10 @@ export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions
     o.retentionMs > o.horizonMs + o.lookaheadMs,
     `retentionMs (${o.retentionMs} ms) must exceed horizonMs + lookaheadMs (${o.horizonMs + o.lookaheadMs} ms): a replica that lagged behind must find the record of any occurrence it could still plan`,
   );
-  for (const k of ['concurrency', 'backlogConcurrency', 'backfillConcurrency'] as const) {
+  for (const k of ['concurrency', 'batchSize', 'backlogConcurrency', 'backfillConcurrency'] as const) {
     need(o[k] >= 1 && Number.isInteger(o[k]), `${k} must be a whole number ≥ 1`);
   }
+  need(o.batchSize <= 1000, `batchSize must be at most 1000 (got ${o.batchSize}): a bigger batch is not split among workers`);
   need(Number.isInteger(o.maxStalls) && o.maxStalls >= 0, 'maxStalls must be a whole number ≥ 0');
   need(Number.isInteger(o.redisWaitReplicas), 'redisWaitReplicas must be a whole number ≥ 0');
   if (o.redisWaitReplicas > 0) {

@@ -349,7 +349,10 @@ export class Planner {
         });
       }
       if (toEnqueue.length > 0) {
-        await this.enqueue(toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })));
+        await this.enqueue(
+          toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })),
+          true,
+        );
       }
     }
     return created;
@@ -382,9 +385,13 @@ export class Planner {
     await this.enqueue(lost);
   }
 
-  /** Catch-up runs (their recorded reason says so) go to the backlog lane, the others to the live lane. */
-  private async enqueue(items: EnqueueItem[]): Promise<void> {
-    await enqueueOccurrences(this.lanes, this.keys, this.clock, this.opts.prefetchMs, items);
+  /**
+   * Catch-up runs (their recorded reason says so) go to the backlog lane, the others to the live lane; newly
+   * planned live ones in batches of `--batch-size` (`batched`), what the sweep re-enqueues one job each.
+   */
+  private async enqueue(items: EnqueueItem[], batched = false): Promise<void> {
+    const batch = batched && this.opts.batchSize > 1 ? { batchSize: this.opts.batchSize, redis: this.store.redis } : undefined;
+    await enqueueOccurrences(this.lanes, this.keys, this.clock, this.opts.prefetchMs, items, batch);
     this.counters.enqueued += items.length;
   }
 }

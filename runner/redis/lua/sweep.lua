@@ -5,6 +5,8 @@
   - scheduled, retrying, or running with a lapsed lease, and no BullMQ job (a replica died between planning and
     enqueueing, a job was lost, or failed out of the queue): returned, to be enqueued again;
   - final or expired: dropped from the set.
+  An occurrence enqueued in a batch job of the live lane (`--batch-size`) names it in its record (field `bj`):
+  that job counts as its job too.
   Entries that are fine are moved to the back (score = now), so every open occurrence gets its turn.
 
   KEYS[1] pending (ZSET)
@@ -26,7 +28,7 @@ local keys = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now - args.sweepAfterMs, 'L
 local out = {}
 for _, key in ipairs(keys) do
   local occKey = args.occPrefix .. key
-  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil', 'origin', 'reason')
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'fireMs', 'manual', 'state', 'leaseUntil', 'origin', 'reason', 'bj')
   local state = rec[5]
   if not rec[1] or isFinal(state) then
     rcall('ZREM', KEYS[1], key)
@@ -35,7 +37,8 @@ for _, key in ipairs(keys) do
   else
     local lapsed = state ~= 'running' or tonumber(rec[6] or '0') < now
     local jobId = string.gsub(key, ':', '-')
-    if lapsed and rcall('EXISTS', args.jobPrefix .. jobId) == 0 and (args.backlogJobPrefix == '' or rcall('EXISTS', args.backlogJobPrefix .. jobId) == 0) then
+    if lapsed and rcall('EXISTS', args.jobPrefix .. jobId) == 0
+        and (not rec[9] or rcall('EXISTS', args.jobPrefix .. rec[9]) == 0) and (args.backlogJobPrefix == '' or rcall('EXISTS', args.backlogJobPrefix .. jobId) == 0) then
       out[#out + 1] = key; out[#out + 1] = rec[1]; out[#out + 1] = rec[2]; out[#out + 1] = rec[3]
       out[#out + 1] = rec[7] or 'schedule'; out[#out + 1] = rec[8] or ''
     end

@@ -1,0 +1,46 @@
+/**
+ * The sweep and batch jobs (`--batch-size`, engine/enqueue.ts): an open occurrence whose record names the batch
+ * job it was enqueued in (field `bj`) has a job while that batch job exists, and is enqueued again (on its own)
+ * once it is gone. Real redis-server; the queue job is a stand-in hash at the lane's job key prefix.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Keyspace } from './keys.js';
+import { RedisServerProcess } from './server-process.js';
+import { Store, type PlannedOccurrence, type PlanPolicy } from './store.js';
+import { occurrenceKey } from '../schedule/occurrence.js';
+import { BATCH_JOB_FIELD } from '../engine/enqueue.js';
+
+let server: RedisServerProcess;
+let redis: Redis;
+let store: Store;
+const keys = new Keyspace('t');
+
+beforeAll(async () => {
+  server = await RedisServerProcess.start();
+  redis = new Redis(server.url);
+  store = new Store(redis, keys);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.cleanup();
+});
+
+describe('sweep with batch jobs', () => {
+  it('counts the batch job named in the record as the occurrence’s job, and enqueues it again once that is gone', async () => {
+    const [s, us] = await redis.time();
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    const policy: PlanPolicy = { suspend: false, startingDeadlineMs: null, catchUp: 'latest', maxCatchUpRuns: 10 };
+    const a = occurrenceKey('s', now - 10_000);
+    const b = occurrenceKey('s', now - 9_000);
+    const items: PlannedOccurrence[] = [a, b].map((key, i) => ({ schedule: 's', key, dueMs: now - 10_000 + i * 1000, fireMs: now - 10_000 + i * 1000, keepFireMs: null, policy }));
+    await store.plan(items, { horizonMs: 60_000, retentionMs: 120_000, catchUpGraceMs: 60_000, replica: 'r' });
+    for (const k of [a, b]) await redis.hset(keys.occurrence(k), BATCH_JOB_FIELD, 'b-batch1');
+    await redis.hset('bull:b-batch1', 'data', '{}'); // the batch job exists
+    const opts = { sweepAfterMs: 5000, limit: 10, jobKeyPrefixes: ['bull:', 'lane:'] as const, horizonMs: 60_000, retentionMs: 120_000 };
+    expect(await store.sweep(opts)).toEqual([]);
+    await redis.del('bull:b-batch1'); // completed or lost without delivering them
+    await redis.zadd(keys.pending, 0, a, 0, b); // as if last checked long ago
+    expect((await store.sweep(opts)).map((r) => r.key).sort()).toEqual([a, b].sort());
+  });
+});
