@@ -161,6 +161,17 @@ function contracts(now: number): Record<ScriptName, Contract> {
       argv: [OUTBOX_GROUP, '1-1', 'ok/c'],
       returns: 1,
     },
+    'store-upsert': {
+      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas],
+      argv: { name: 's', def: '{"name":"s"}', ifVersion: 0, by: 'test', maxLen: 1000 },
+      returns: ['ok', 1, 1],
+    },
+    'store-remove': {
+      before: () => run('store-upsert', [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas], { name: 's', def: '{}', ifVersion: -1, by: 't', maxLen: 1000 }),
+      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges],
+      argv: ['s', -1, 1000],
+      returns: ['ok', 2],
+    },
     'outbox-tick': { keys: [ob.summaries, ob.stream, ob.last, ob.consumers], argv: [ob.ratePrefix, 100, 'a#1', 60_000], returns: 0 },
   };
 }
