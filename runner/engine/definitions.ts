@@ -81,7 +81,7 @@ export class Definitions {
   private publishers = new Set<string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
-  private mine: readonly CompiledSchedule[] = [];
+  private mine = new Map<string, CompiledSchedule>();
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
@@ -100,8 +100,20 @@ export class Definitions {
    */
   async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(schedules, removed);
-    this.mine = schedules;
+    this.mine = new Map(schedules.map((s) => [s.name, s]));
     await this.refresh(true);
+  }
+
+  /**
+   * Publishes changes to some of this replica's definitions (stored schedules' changes): `upserted` win (the
+   * latest loaded), `removed` are withdrawn where this replica's publication is the current one; the others
+   * are not sent again. Then refreshes the view.
+   */
+  async publishChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
+    await this.publishOnly(upserted, removed);
+    for (const name of removed) this.mine.delete(name);
+    for (const s of upserted) this.mine.set(s.name, s);
+    await this.refresh();
   }
 
   private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
@@ -160,7 +172,7 @@ export class Definitions {
     }
     // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
     if ([...this.publishers].every((r) => r === this.replica || this.isLive(r))) return changed;
-    const candidates = this.mine.filter((s) => {
+    const candidates = [...this.mine.values()].filter((s) => {
       const w = this.winners.get(s.name);
       // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
       return w !== undefined && w.replica !== this.replica && !this.isLive(w.replica);
