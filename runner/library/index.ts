@@ -38,12 +38,12 @@ import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
 import { checkDefinition, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, VersionConflictError, type RemoveResult, type StoredSchedule, type UpsertResult } from '../store/store.js';
+import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 
-export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, ControlError };
-export type { DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
+export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError };
+export type { ListFilter, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
 export interface ConnectFlockOptions {
@@ -64,15 +64,19 @@ export interface FlockSchedules {
    * replica applies it from its next due time. `ifVersion`: only if the stored version is this one (0: only if it
    * does not exist). Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
    * problem with its field), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
-   * of a live replica defines the name).
+   * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
+   * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
    */
-  upsert(def: ScheduleDefinition, o?: { ifVersion?: number }): Promise<UpsertResult>;
+  upsert(def: ScheduleDefinition, o?: { ifVersion?: number; reason?: string }): Promise<UpsertResult>;
   /** The stored schedule, or undefined. */
   get(name: string): Promise<StoredSchedule | undefined>;
-  /** One page in name order: `prefix` filters, `cursor` is the previous page's, `limit` ≤ 1000 (default 100). */
-  list(o?: { prefix?: string; cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
-  /** Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped. */
-  remove(name: string, o?: { ifVersion?: number }): Promise<RemoveResult>;
+  /**
+   * One page in name order: `prefix`, `tenant` and `labels` (every one must match) filter, `cursor` is the
+   * previous page's, `limit` ≤ 1000 (default 100). With `labels` a page may be short while `cursor` is set.
+   */
+  list(o?: ListFilter & { cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
+  /** Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped. Audited. */
+  remove(name: string, o?: { ifVersion?: number; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
   suspend(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /** Resumes it (as `cronflock resume`; audited). @throws ControlError when no live replica runs it */
@@ -85,10 +89,22 @@ export interface FlockSchedules {
   runs(name: string, o?: { from?: number; to?: number; limit?: number }): Promise<RunRecord[]>;
 }
 
+/** The tenants of a flock's stored schedules; see {@link connectFlock}. */
+export interface FlockTenants {
+  /** Every tenant with stored schedules or a limit of its own, with its count and limit; and the default limit. */
+  list(): Promise<{ tenants: TenantInfo[]; defaultLimit: number | null }>;
+  /**
+   * Sets the most stored schedules a tenant may have, flock-wide (`'*'`: every tenant without its own; null:
+   * no limit), as `cronflock tenants set-limit` does. Stored in Redis: every writer is held to it.
+   */
+  setLimit(tenant: string, limit: number | null): Promise<void>;
+}
+
 /** A connection to a flock; see {@link connectFlock}. */
 export interface Flock {
   readonly namespace: string;
   readonly schedules: FlockSchedules;
+  readonly tenants: FlockTenants;
   /** Closes the connection (when it made one) and the queues it opened. */
   close(): Promise<void>;
 }
@@ -116,12 +132,12 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     return { redis, keys, store: new Store(redis, keys), lanes, clock, options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs }, by };
   };
   const act = (action: 'suspend' | 'resume' | 'trigger', schedule: string, reason?: string): Promise<ActionOutcome> =>
-    performAction(control(), { who: by, via: 'api' }, { action, schedule, ...(reason !== undefined ? { reason } : {}) });
+    performAction(control(), { who: by, via: 'library' }, { action, schedule, ...(reason !== undefined ? { reason } : {}) });
   const schedules: FlockSchedules = {
-    upsert: (def, u = {}) => store.upsert(def, { ...u, by }),
+    upsert: (def, u = {}) => store.upsert(def, { ...u, by, via: 'library' }),
     get: (name) => store.get(name),
     list: (l = {}) => store.list(l),
-    remove: (name, r = {}) => store.remove(name, r),
+    remove: (name, r = {}) => store.remove(name, { ...r, by, via: 'library' }),
     suspend: (name, s = {}) => act('suspend', name, s.reason),
     resume: (name, s = {}) => act('resume', name, s.reason),
     trigger: (name, s = {}) => act('trigger', name, s.reason),
@@ -139,6 +155,7 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   return {
     namespace: keys.namespace,
     schedules,
+    tenants: { list: () => store.tenants(), setLimit: (t, n) => store.setTenantLimit(t, n) },
     async close() {
       if (lanes) await settlesWithin(closeLanes(lanes), 2_000);
       if (own) redis.disconnect();

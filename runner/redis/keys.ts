@@ -155,6 +155,21 @@ export class Keyspace {
   get storeChanges(): string {
     return `${this.ns}:store:changes`;
   }
+  /** HASH tenant → how many stored schedules it has, kept by the store scripts (the per-tenant limit counts it). */
+  get storeTenantCounts(): string {
+    return `${this.ns}:store:tenants`;
+  }
+  /** ZSET of `<tenant>\0<name>` for every stored schedule with a tenant, all scored 0: listing by tenant (ZRANGEBYLEX). */
+  get storeTenantIndex(): string {
+    return `${this.ns}:store:by-tenant`;
+  }
+  /**
+   * HASH tenant → the most stored schedules it may have; field `*`: every tenant without its own. Absent: no
+   * limit. Set by `cronflock tenants set-limit`; read by the upsert script.
+   */
+  get storeTenantLimits(): string {
+    return `${this.ns}:store:tenant-limits`;
+  }
   /** HASH owner, token, until (Redis ms) of the flock-wide job lock `name` (runner/redis/job-locks.ts). */
   jobLock(name: string): string {
     return `${this.ns}:joblock:${name}`;

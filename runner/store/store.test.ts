@@ -9,7 +9,8 @@ import { Keyspace } from '../redis/keys.js';
 import { RedisServerProcess } from '../redis/server-process.js';
 import { parseScheduleText } from '../config/load.js';
 import { ScheduleDefinitionError } from './definition.js';
-import { NameOwnedError, ScheduleStore, VersionConflictError } from './store.js';
+import { readAudit } from '../history/audit.js';
+import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError } from './store.js';
 
 let server: RedisServerProcess;
 let redis: Redis;
@@ -84,7 +85,7 @@ describe('ScheduleStore', () => {
     await store.upsert(def('r'));
     expect((await store.remove('r', { ifVersion: 7 })).ok).toBe(false);
     const rm = await store.remove('r');
-    expect(rm).toEqual({ ok: true, version: 2 });
+    expect(rm).toMatchObject({ ok: true, version: 2 });
     expect(await store.get('r')).toBeUndefined();
     expect(await store.remove('r')).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
     expect(await store.upsert(def('r'), { ifVersion: 0 })).toMatchObject({ ok: true, version: 3 });
@@ -128,5 +129,83 @@ describe('ScheduleStore', () => {
     expect(await store.get('owned')).toBeUndefined();
     await redis.zadd(keys.replicas, Number(s) * 1000 - 1, 'r1');
     expect((await store.upsert(def('owned'))).ok).toBe(true);
+  });
+
+  it('records every change in the audit log, in the same script: who, via, the version; an unchanged upsert records nothing', async () => {
+    const a = await store.upsert(def('aud'), { by: 'alice', via: 'api', reason: 'new customer' });
+    await store.upsert(def('aud'), { by: 'alice', via: 'api' });
+    const b = await store.upsert(def('aud', '*/7 * * * *'), { by: 'bob@host', via: 'cli' });
+    const rm = await store.remove('aud', { by: 'carol', via: 'library' });
+    const page = await readAudit(redis, keys, { limit: 10 });
+    expect(page.items.map((e) => [e.action, e.via, e.who, e.version, e.schedule])).toEqual([
+      ['delete', 'library', 'carol', rm.ok && rm.version, 'aud'],
+      ['upsert', 'cli', 'bob@host', b.ok && b.version, 'aud'],
+      ['upsert', 'api', 'alice', a.ok && a.version, 'aud'],
+    ]);
+    expect(page.items[2]!.reason).toBe('new customer');
+    expect(page.items[2]!.outcome).toContain('created stored schedule aud');
+    expect(a.ok && a.auditId).toBe(page.items[2]!.id);
+  });
+
+  it('keeps a count per tenant, lists by tenant and labels, and moves a schedule between tenants', async () => {
+    await store.upsert(def('a1', undefined, { tenant: 'acme', labels: { plan: 'gold', region: 'eu' } }));
+    await store.upsert(def('a2', undefined, { tenant: 'acme', labels: { plan: 'free' } }));
+    await store.upsert(def('a3', undefined, { tenant: 'acme', labels: { plan: 'gold' } }));
+    await store.upsert(def('b1', undefined, { tenant: 'bolt', labels: { plan: 'gold' } }));
+    await store.upsert(def('n1'));
+    expect((await store.list({ tenant: 'acme' })).items.map((s) => s.name)).toEqual(['a1', 'a2', 'a3']);
+    expect((await store.list({ tenant: 'acme', labels: { plan: 'gold' } })).items.map((s) => s.name)).toEqual(['a1', 'a3']);
+    expect((await store.list({ labels: { plan: 'gold' } })).items.map((s) => s.name)).toEqual(['a1', 'a3', 'b1']);
+    expect((await store.list({ tenant: 'acme', prefix: 'a2' })).items.map((s) => s.name)).toEqual(['a2']);
+    const p1 = await store.list({ tenant: 'acme', limit: 2 });
+    expect(p1.items.map((s) => s.name)).toEqual(['a1', 'a2']);
+    expect((await store.list({ tenant: 'acme', limit: 2, cursor: p1.cursor! })).items.map((s) => s.name)).toEqual(['a3']);
+    expect((await store.get('a1'))?.tenant).toBe('acme');
+    await store.upsert(def('a2', undefined, { tenant: 'bolt' }));
+    await store.remove('a3');
+    const t = await store.tenants();
+    expect(t.tenants.map((x) => [x.tenant, x.count])).toEqual([
+      ['acme', 1],
+      ['bolt', 2],
+    ]);
+    expect((await store.list({ tenant: 'bolt' })).items.map((s) => s.name)).toEqual(['a2', 'b1']);
+  });
+
+  it('refuses a tenant past its limit with its limit, count and how to raise it; the default "*" applies to tenants without their own', async () => {
+    await store.setTenantLimit('acme', 2);
+    await store.setTenantLimit('*', 1);
+    expect((await store.upsert(def('x1', undefined, { tenant: 'acme' }))).ok).toBe(true);
+    expect((await store.upsert(def('x2', undefined, { tenant: 'acme' }))).ok).toBe(true);
+    // a change of a schedule already counted is not a new one
+    expect((await store.upsert(def('x2', '*/9 * * * *', { tenant: 'acme' }))).ok).toBe(true);
+    const r = await store.upsert(def('x3', undefined, { tenant: 'acme' }));
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error).toBeInstanceOf(TenantLimitError);
+    expect(!r.ok && r.error).toMatchObject({ tenant: 'acme', limit: 2, count: 2 });
+    expect(!r.ok && r.error.message).toContain('cronflock tenants set-limit acme');
+    expect(await store.get('x3')).toBeUndefined();
+    expect((await store.upsert(def('y1', undefined, { tenant: 'other' }))).ok).toBe(true);
+    expect(await store.upsert(def('y2', undefined, { tenant: 'other' }))).toMatchObject({ ok: false, error: { limit: 1, count: 1 } });
+    expect((await store.upsert(def('z1'))).ok).toBe(true); // no tenant: no limit
+    await store.setTenantLimit('acme', null); // acme falls to the default (1): still over it
+    expect((await store.upsert(def('x3', undefined, { tenant: 'acme' }))).ok).toBe(false);
+    await store.setTenantLimit('*', null);
+    expect((await store.upsert(def('x3', undefined, { tenant: 'acme' }))).ok).toBe(true);
+    expect((await store.tenants()).defaultLimit).toBeNull();
+  });
+
+  it('holds a tenant limit atomically: 20 upserts at once from 20 connections against a limit of 10 store exactly 10', async () => {
+    await store.setTenantLimit('race', 10);
+    const clients = Array.from({ length: 20 }, () => new Redis(server.url));
+    try {
+      const results = await Promise.all(clients.map((c, i) => new ScheduleStore(c, keys).upsert(def(`race-${i}`, undefined, { tenant: 'race' }))));
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+      expect(results.filter((r) => !r.ok && r.error instanceof TenantLimitError)).toHaveLength(10);
+      expect((await store.list({ tenant: 'race' })).items).toHaveLength(10);
+      expect(await redis.zcard(keys.storeIndex)).toBe(10);
+      expect((await store.tenants()).tenants).toEqual([{ tenant: 'race', count: 10, limit: 10, defaultLimit: false }]);
+    } finally {
+      for (const c of clients) c.disconnect();
+    }
   });
 });

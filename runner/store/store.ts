@@ -9,12 +9,21 @@
  * - one version counter for the flock: every upsert and removal takes its next value, so a schedule's versions
  *   only grow, across a removal and a re-creation too;
  * - a change stream (`name`, `version`, `op` upsert|remove), capped at about {@link CHANGES_MAX_LEN} entries:
- *   replicas follow it (follow.ts) and re-read only the names it carries.
+ *   replicas follow it (follow.ts) and re-read only the names it carries;
+ * - tenants: a count of stored schedules per tenant (HASH), a tenant index (ZSET of `<tenant>\0<name>`) for
+ *   listing by tenant, and the per-tenant limits (HASH, `*` for every tenant without its own), set by
+ *   `cronflock tenants set-limit` ({@link ScheduleStore.setTenantLimit}). The upsert script checks the limit and
+ *   takes the count in one step: concurrent upserts never pass it.
+ *
+ * Every change is written to the audit log (runner/history/audit.ts) by the same script, with who, via
+ * (library, api, cli) and the version: no change without its entry, however the writer dies.
  *
  * Writes are one script each (lua/store-upsert.lua, lua/store-remove.lua): atomic, with an optional
  * compare-and-set on the version (`ifVersion`; 0 = only if it does not exist). A definition is validated
  * (definition.ts, the schedule files' own code) before anything is written: refused whole, never in part.
  */
+import { AUDIT_MAX_ENTRIES, NO_REASON } from '../history/audit.js';
+import { HistoryKeys } from '../history/keys.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
@@ -34,6 +43,47 @@ export interface StoredSchedule {
   updatedAtMs: number;
   /** Who wrote it (the library's `by`, an API user). */
   by: string;
+  /** Its tenant (the definition's `tenant`); absent: none. */
+  tenant?: string;
+}
+
+/** Who makes a change, for the stored schedule and the audit log. */
+export interface ChangeAuthor {
+  /** Who (default `library`): a token name, user@host. */
+  by?: string;
+  /** Through what (default `library`). */
+  via?: 'library' | 'api' | 'cli';
+  /** Why, kept in the audit log (optional). */
+  reason?: string;
+}
+
+/** A refusal of an upsert that would take a tenant past its limit of stored schedules (nothing was written). */
+export class TenantLimitError extends Error {
+  readonly code = 'TENANT_LIMIT';
+  constructor(
+    readonly schedule: string,
+    readonly tenant: string,
+    /** The most stored schedules the tenant may have (its own limit, else the default `*`). */
+    readonly limit: number,
+    /** How many it has. */
+    readonly count: number,
+  ) {
+    super(
+      `schedule "${schedule}" refused: tenant "${tenant}" has ${count} stored schedule(s) and its limit is ${limit}; ` +
+        `remove some of its schedules, or raise the limit: cronflock tenants set-limit ${tenant} <n>`,
+    );
+    this.name = 'TenantLimitError';
+  }
+}
+
+/** One tenant's stored schedules and limit ({@link ScheduleStore.tenants}). */
+export interface TenantInfo {
+  tenant: string;
+  count: number;
+  /** Its limit: its own, else the default; null: none. */
+  limit: number | null;
+  /** Whether `limit` is the default's (`*`). */
+  defaultLimit: boolean;
 }
 
 /** A refusal of a write that lost its compare-and-set: the schedule's version is not the one expected. */
@@ -73,11 +123,29 @@ export class NameOwnedError extends Error {
 
 /** What {@link ScheduleStore.upsert} gives back. */
 export type UpsertResult =
-  | { ok: true; name: string; version: number; /** false when the definition equals the stored one (nothing written) */ changed: boolean }
-  | { ok: false; error: ScheduleDefinitionError | VersionConflictError | NameOwnedError };
+  | {
+      ok: true;
+      name: string;
+      version: number;
+      /** false when the definition equals the stored one (nothing written, nothing audited) */
+      changed: boolean;
+      /** Its audit entry (null when unchanged). */
+      auditId: string | null;
+    }
+  | { ok: false; error: ScheduleDefinitionError | VersionConflictError | NameOwnedError | TenantLimitError };
 
 /** What {@link ScheduleStore.remove} gives back. */
-export type RemoveResult = { ok: true; version: number } | { ok: false; error: VersionConflictError | { code: 'NOT_FOUND'; message: string } };
+export type RemoveResult = { ok: true; version: number; /** its audit entry */ auditId: string } | { ok: false; error: VersionConflictError | { code: 'NOT_FOUND'; message: string } };
+
+/** What {@link ScheduleStore.list} filters by. */
+export interface ListFilter {
+  /** Names starting with this. */
+  prefix?: string;
+  /** Only this tenant's schedules. */
+  tenant?: string;
+  /** Only schedules carrying every one of these labels with these values. */
+  labels?: Readonly<Record<string, string>>;
+}
 
 /** One entry of the change stream. */
 export interface StoreChange {
@@ -98,37 +166,89 @@ export class ScheduleStore {
 
   /**
    * Validates `def` (a schedule file's entry) and writes it, unless `ifVersion` does not match (0: only if it
-   * does not exist) or a live replica runs its name from a file or Schedule resource. Refusals are values;
-   * throws only for Redis errors.
+   * does not exist), a live replica runs its name from a file or Schedule resource, or its tenant is at its
+   * limit. Recorded in the audit log with `o.by`, `o.via` and the version. Refusals are values; throws only for
+   * Redis errors.
    */
-  async upsert(def: ScheduleDefinition, o: { ifVersion?: number; by?: string } = {}): Promise<UpsertResult> {
+  async upsert(def: ScheduleDefinition, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<UpsertResult> {
     const checked = await checkDefinition(def, this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {});
     if (!checked.ok) return { ok: false, error: checked.error };
-    const name = checked.schedule.name;
-    const k = this.keys;
-    const r = (await Scripts.on(this.redis).run('store-upsert', [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas], {
-      name,
-      def: checked.json,
-      ifVersion: o.ifVersion ?? -1,
-      by: o.by ?? 'library',
-      maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
-    })) as [string, number | string, number | string];
-    if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
-    if (r[0] === 'clash') return { ok: false, error: new NameOwnedError(name, String(r[1]), String(r[2])) };
-    return { ok: true, name, version: Number(r[1]), changed: Number(r[2]) === 1 };
+    return this.write(checked.schedule.name, checked.json, checked.schedule.tenant ?? '', o);
   }
 
-  /** Removes `name` (only if at version `ifVersion`, when given). Refusals are values. */
-  async remove(name: string, o: { ifVersion?: number } = {}): Promise<RemoveResult> {
+  /**
+   * Writes a definition already checked by {@link checkDefinition} (its canonical JSON): what {@link upsert}
+   * does after validating, for callers that validated a whole input first (`cronflock apply`).
+   */
+  async write(name: string, json: string, tenant: string, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<UpsertResult> {
     const k = this.keys;
-    const r = (await Scripts.on(this.redis).run('store-remove', [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges], [
-      name,
-      o.ifVersion ?? -1,
-      this.opts.maxLen ?? CHANGES_MAX_LEN,
-    ])) as [string, number | string];
+    const r = (await Scripts.on(this.redis).run(
+      'store-upsert',
+      [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, new HistoryKeys(k).audit],
+      {
+        name,
+        def: json,
+        tenant,
+        ifVersion: o.ifVersion ?? -1,
+        by: o.by ?? 'library',
+        via: o.via ?? 'library',
+        reason: o.reason?.trim() || NO_REASON,
+        maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
+        auditMaxLen: AUDIT_MAX_ENTRIES,
+      },
+    )) as [string, number | string, number | string, string?];
+    if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
+    if (r[0] === 'clash') return { ok: false, error: new NameOwnedError(name, String(r[1]), String(r[2])) };
+    if (r[0] === 'limit') return { ok: false, error: new TenantLimitError(name, String(r[1]), Number(r[2]), Number(r[3])) };
+    return { ok: true, name, version: Number(r[1]), changed: Number(r[2]) === 1, auditId: r[3] ? r[3] : null };
+  }
+
+  /** Removes `name` (only if at version `ifVersion`, when given); recorded in the audit log. Refusals are values. */
+  async remove(name: string, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<RemoveResult> {
+    const k = this.keys;
+    const r = (await Scripts.on(this.redis).run(
+      'store-remove',
+      [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.storeTenantCounts, k.storeTenantIndex, new HistoryKeys(k).audit],
+      {
+        name,
+        ifVersion: o.ifVersion ?? -1,
+        by: o.by ?? 'library',
+        via: o.via ?? 'library',
+        reason: o.reason?.trim() || NO_REASON,
+        maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
+        auditMaxLen: AUDIT_MAX_ENTRIES,
+      },
+    )) as [string, number | string, string?];
     if (r[0] === 'absent') return { ok: false, error: { code: 'NOT_FOUND', message: `schedule "${name}" is not stored` } };
     if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
-    return { ok: true, version: Number(r[1]) };
+    return { ok: true, version: Number(r[1]), auditId: r[2]! };
+  }
+
+  /**
+   * Sets the most stored schedules `tenant` may have (`*`: every tenant without a limit of its own); `null`
+   * removes the limit. Lowering it below the tenant's count removes nothing: further upserts of new schedules
+   * of that tenant are refused until it is under the limit again.
+   */
+  async setTenantLimit(tenant: string, limit: number | null): Promise<void> {
+    if (limit === null) await this.redis.hdel(this.keys.storeTenantLimits, tenant);
+    else await this.redis.hset(this.keys.storeTenantLimits, tenant, String(limit));
+  }
+
+  /**
+   * Every tenant with stored schedules or a limit of its own, by name, with its count and limit; and the default
+   * limit (`*`; null: none).
+   */
+  async tenants(): Promise<{ tenants: TenantInfo[]; defaultLimit: number | null }> {
+    const [counts, limits] = await Promise.all([this.redis.hgetall(this.keys.storeTenantCounts), this.redis.hgetall(this.keys.storeTenantLimits)]);
+    const def = limits['*'] !== undefined ? Number(limits['*']) : null;
+    const names = [...new Set([...Object.keys(counts), ...Object.keys(limits).filter((t) => t !== '*')])].sort();
+    return {
+      defaultLimit: def,
+      tenants: names.map((tenant) => {
+        const own = limits[tenant];
+        return { tenant, count: Number(counts[tenant] ?? 0), limit: own !== undefined ? Number(own) : def, defaultLimit: own === undefined && def !== null };
+      }),
+    };
   }
 
   /** The stored schedule `name`, or undefined. */
@@ -152,19 +272,36 @@ export class ScheduleStore {
   }
 
   /**
-   * One page of stored schedules in name order: those starting with `prefix` (default all) after `cursor`
-   * (the previous page's `cursor`), at most `limit` (default 100, at most 1000).
+   * One page of stored schedules in name order: those starting with `prefix` (default all), of `tenant` (when
+   * given: read from the tenant index) and carrying every label of `labels` (when given: the definitions read
+   * are filtered, so a page may hold fewer than `limit` while `cursor` says there is more), after `cursor` (the
+   * previous page's `cursor`), at most `limit` (default 100, at most 1000).
    * @returns the page and the cursor of the next one (absent: this was the last page).
    */
-  async list(o: { prefix?: string; cursor?: string; limit?: number } = {}): Promise<{ items: StoredSchedule[]; cursor?: string }> {
+  async list(o: ListFilter & { cursor?: string; limit?: number } = {}): Promise<{ items: StoredSchedule[]; cursor?: string }> {
     const limit = Math.max(1, Math.min(1000, Math.floor(o.limit ?? 100)));
     const prefix = o.prefix ?? '';
-    const min = o.cursor !== undefined && o.cursor >= prefix ? `(${o.cursor}` : `[${prefix}`;
-    const max = prefix === '' ? '+' : `[${prefix}\xff`;
-    const names = await this.redis.zrangebylex(this.keys.storeIndex, min, max, 'LIMIT', 0, limit + 1);
-    const page = names.slice(0, limit);
-    const items = await this.getMany(page);
-    return { items, ...(names.length > limit ? { cursor: page[page.length - 1]! } : {}) };
+    const scope = o.tenant !== undefined ? `${o.tenant}\0` : '';
+    const index = o.tenant !== undefined ? this.keys.storeTenantIndex : this.keys.storeIndex;
+    const labels = Object.entries(o.labels ?? {});
+    const items: StoredSchedule[] = [];
+    let cursor = o.cursor;
+    // With labels, read up to 10 pages' worth of names for one page of matches (then hand back a cursor).
+    for (let scanned = 0; scanned < (labels.length > 0 ? 10 * limit : limit); ) {
+      const min = cursor !== undefined && cursor >= prefix ? `(${scope}${cursor}` : `[${scope}${prefix}`;
+      const max = prefix === '' && scope === '' ? '+' : `[${scope}${prefix}\xff`;
+      const want = limit - items.length;
+      const members = await this.redis.zrangebylex(index, min, max, 'LIMIT', 0, want + 1);
+      const names = members.slice(0, want).map((m) => m.slice(scope.length));
+      scanned += names.length;
+      for (const s of await this.getMany(names)) {
+        if (labels.every(([k, v]) => s.definition.labels?.[k] === v)) items.push(s);
+      }
+      if (members.length <= want) return { items };
+      cursor = names[names.length - 1]!;
+      if (items.length >= limit) break;
+    }
+    return { items, cursor: cursor! };
   }
 
   /** Every stored schedule, read page by page (what a replica reads at start and after a trimmed stream). */
@@ -235,5 +372,12 @@ export function compareIds(a: string, b: string): number {
 
 function parseStored(name: string, h: Record<string, string> | null | undefined): StoredSchedule | undefined {
   if (!h || h.def === undefined) return undefined;
-  return { name, definition: JSON.parse(h.def) as ScheduleDefinition, version: Number(h.version), updatedAtMs: Number(h.updatedAtMs), by: h.by ?? '' };
+  return {
+    name,
+    definition: JSON.parse(h.def) as ScheduleDefinition,
+    version: Number(h.version),
+    updatedAtMs: Number(h.updatedAtMs),
+    by: h.by ?? '',
+    ...(h.tenant ? { tenant: h.tenant } : {}),
+  };
 }
