@@ -55,6 +55,9 @@ export interface PublishedDefinition {
   timeoutMs?: number | null;
   overdueGraceMs?: number | null;
   suspend?: boolean;
+  /** Its tenant and labels (absent: none), to list and filter by. */
+  tenant?: string;
+  labels?: Record<string, string>;
 }
 
 /** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
@@ -142,6 +145,8 @@ export class Definitions {
         timeoutMs: s.timeoutMs,
         overdueGraceMs: s.overdueGraceMs ?? null,
         suspend: s.suspend,
+        ...(s.tenant !== undefined ? { tenant: s.tenant } : {}),
+        ...(s.labels !== undefined ? { labels: s.labels } : {}),
       };
       args.push(s.name, JSON.stringify(def));
       if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);

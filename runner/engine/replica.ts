@@ -169,7 +169,14 @@ export class Replica {
     /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
-    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS });
+    // A schedule's tenant for the metrics' tenant label, from what the replica runs now (map rebuilt when that changes).
+    let tenants: { of: readonly CompiledSchedule[]; byName: Map<string, string> } | undefined;
+    const tenantOf = (name: string): string | undefined => {
+      const list = r?.running ?? p.schedules;
+      if (tenants?.of !== list) tenants = { of: list, byName: new Map(list.flatMap((s) => (s.tenant !== undefined ? [[s.name, s.tenant] as const] : []))) };
+      return tenants.byName.get(name);
+    };
+    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS, tenantOf });
     // Per-schedule health metrics (alerts): computed after each cache pass, for the schedules this replica runs.
     feedScheduleHealth({
       cache,
