@@ -131,6 +131,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (first.runs.length === 0 && !sources.watchingCluster && path !== undefined) throw new CliError(`no valid schedules in ${path}; nothing to run`);
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
   let closeStored: (() => Promise<void>) | undefined;
+  const schedules = first.runs.map((r) => r.schedule);
 
   const events = new EngineEvents();
   // A supervisor with an IPC channel (the demo) follows the runs; a closed channel is not this replica's problem.
@@ -153,20 +154,26 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     const tracing: OccurrenceTracer | undefined = tracingWanted({ flag: otel, env: process.env })
       ? await startTracing({ flag: otel, env: process.env, replica: options.replica, namespace: options.namespace, log })
       : undefined;
-    // The third source, the stored schedules: read in full here, then followed (runner/sources/stored.ts).
-    const { openStoredSchedules } = await import('../sources/stored.js');
-    const opened = await openStoredSchedules({ redisUrl: target.url, redisTls: target.tls, namespace: options.namespace, replica: options.replica, log });
-    closeStored = opened.close;
-    await sources.addStored(opened.stored);
-    for (const e of sources.first.fileErrors) if (!first.fileErrors.some((f) => f.message === e.message)) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
-    const schedules = sources.schedules();
-    if (path === undefined && !sources.watchingCluster) log.info({ stored: schedules.length }, 'no schedule path: running the stored schedules alone');
-    if (aborted.signal.aborted) return;
     log.info(
       { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing });
+    // The third source, the stored schedules (runner/sources/stored.ts): read in full once the replica runs (it
+    // waits for Redis, saying why, with its admin server up), applied as one reload, then followed. A file or
+    // Schedule that defines a stored name is refused (combine.ts), as on a reload.
+    const { openStoredSchedules } = await import('../sources/stored.js');
+    const opened = await openStoredSchedules({ redisUrl: target.url, redisTls: target.tls, namespace: options.namespace, replica: options.replica, log });
+    closeStored = opened.close;
+    if (aborted.signal.aborted) return;
+    await sources.addStored(opened.stored);
+    for (const e of sources.first.fileErrors) {
+      if (first.fileErrors.some((f) => f.message === e.message)) continue;
+      process.stderr.write(`${e.format()}\n`);
+      log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    }
+    await replica.reload(sources.schedules());
+    if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.applied.size }, 'no schedule path: running the stored schedules alone');
     stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 

@@ -167,3 +167,24 @@ describe('following the change stream', () => {
     redis.disconnect();
   });
 });
+
+describe('cronflock start with no path', () => {
+  it('runs the stored schedules alone, and follows their changes', async () => {
+    const { HookServer } = await import('../support/hooks.js');
+    const { ReplicaProcess } = await import('../support/replica.js');
+    const hook = await HookServer.start();
+    const flock = await connectFlock({ redis: server.url, namespace: 'cli' });
+    expect((await flock.schedules.upsert({ name: 'cli-a', cron: '* * * * * *', job: { kind: 'http', url: `${hook.url}/a` } })).ok).toBe(true);
+    const r = await ReplicaProcess.start({ name: 'cli-1', schedules: '', redisUrl: server.url, namespace: 'cli' });
+    try {
+      expect(r.lines.some((l) => l.msg === 'no schedule path: running the stored schedules alone')).toBe(true);
+      await until(() => hook.on('/a').length > 0, 15_000, 'a run of the stored schedule');
+      expect((await flock.schedules.upsert({ name: 'cli-b', cron: '* * * * * *', job: { kind: 'http', url: `${hook.url}/b` } })).ok).toBe(true);
+      await until(() => hook.on('/b').length > 0, 15_000, 'a run of the schedule stored after the start');
+    } finally {
+      await r.stop();
+      await flock.close();
+      await hook.close();
+    }
+  });
+});

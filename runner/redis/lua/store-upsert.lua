@@ -11,7 +11,7 @@
   KEYS[2] name index (ZSET)
   KEYS[3] version counter
   KEYS[4] change stream
-  KEYS[5] published definitions (HASH schedule → JSON)
+  KEYS[5] published definitions (HASH schedule → JSON; `source` is `store` for stored schedules)
   KEYS[6] replicas (ZSET, membership expiry in Redis ms)
   KEYS[7] stored schedules per tenant (HASH tenant → count)
   KEYS[8] tenant index (ZSET of "<tenant>\0<name>", all scored 0)
@@ -40,7 +40,7 @@ local published = rcall('HGET', KEYS[5], args.name)
 if published then
   local p = cjson.decode(published)
   local src = p.source or ''
-  if string.sub(src, 1, 5) ~= 'store' then
+  if src ~= 'store' then
     local expiry = tonumber(rcall('ZSCORE', KEYS[6], p.replica or ''))
     if expiry and expiry > now then return {'clash', src, p.replica or ''} end
   end
