@@ -4,6 +4,7 @@
  */
 import { backupJobSchema } from './backup/schema.js';
 import { cleanupJobSchema } from './cleanup/schema.js';
+import { handlerJob } from './handler.js';
 import { httpJob } from './http.js';
 import { checkJobSchedule, jobJobSchema } from './job/schema.js';
 import { lazyKind } from './lazy.js';
@@ -19,7 +20,7 @@ const jobJob = { ...lazyKind('job', jobJobSchema, async () => (await import('./j
 
 /** Built-in kinds by name. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob, backupJob, restoreJob, jobJob];
+export const jobKinds: readonly JobKind<any, any>[] = [httpJob, moduleJob, cleanupJob, backupJob, restoreJob, jobJob, handlerJob];
 
 /** Looks a kind up by its `kind` value; undefined when unknown. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -53,6 +53,9 @@ export function jobSummary(job: Block): string {
       s = `Kubernetes Job${ns ? ` in ${ns}` : ''}`;
       break;
     }
+    case 'handler':
+      s = `handler ${str(job.handler)}`; // params are left out: they may carry anything
+      break;
     default:
       s = job.kind;
   }

@@ -206,6 +206,13 @@ export interface JobKind<Params extends { kind: string } = { kind: string }, Com
    * returns one issue per problem, `path` relative to the schedule (e.g. `['retries']`), empty when fine.
    */
   checkSchedule?(schedule: Readonly<Record<string, unknown>>): ScheduleIssue[];
+  /**
+   * Why this process cannot run jobs with these parameters now (e.g. `kind: handler` without the handler
+   * registered here), or undefined when it can. Asked before the claim: a replica that cannot run it gives the
+   * delivery back for another replica (engine/executor.ts), and past the horizon it is recorded skipped with
+   * this reason.
+   */
+  unavailable?(params: Compiled): string | undefined;
   /** Does the work of one attempt. Resolves on success; rejects (or throws) on failure. */
   run(ctx: JobContext, params: Compiled): Promise<unknown>;
 }

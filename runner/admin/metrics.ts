@@ -61,12 +61,14 @@ const labelValue = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g,
 /** The metrics of one replica and the hooks that feed them. */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly runs: Counter<'schedule' | 'state'>;
-  private readonly notRun: Counter<'schedule' | 'state' | 'reason'>;
-  private readonly delayed: Counter<'schedule' | 'reason'>;
-  private readonly claims: Counter<'schedule' | 'kind'>;
-  private readonly lateness: Histogram<'schedule'>;
-  private readonly gateWait: Histogram<'schedule' | 'gate'>;
+  private readonly runs: Counter<'schedule' | 'state' | 'tenant'>;
+  private readonly notRun: Counter<'schedule' | 'state' | 'reason' | 'tenant'>;
+  private readonly delayed: Counter<'schedule' | 'reason' | 'tenant'>;
+  private readonly claims: Counter<'schedule' | 'kind' | 'tenant'>;
+  private readonly lateness: Histogram<'schedule' | 'tenant'>;
+  private readonly gateWait: Histogram<'schedule' | 'gate' | 'tenant'>;
+  /** The `tenant` label of a schedule's series: present only for a schedule with a tenant. */
+  private readonly tenantLabel: (schedule: string) => { tenant?: string };
   private readonly groupWaiting: Gauge<'group'>;
   private readonly active: Gauge;
   private readonly redisErrors: Counter<'kind'>;
@@ -84,9 +86,16 @@ export class Metrics {
   /**
    * @param o.activeRuns claims held now (0 before the executor runs).
    * @param o.redisUp whether the latest PING of the flock-wide cache was answered recently.
+   * @param o.tenantOf a schedule's tenant (undefined: none): per-schedule series carry it as the `tenant` label
+   *   where set. Only the tenant, never labels: a schedule has one tenant, so the series do not multiply.
    */
-  constructor(o: { clock: RedisClock; activeRuns: () => number; replica: string; redisUp?: () => boolean }) {
+  constructor(o: { clock: RedisClock; activeRuns: () => number; replica: string; redisUp?: () => boolean; tenantOf?: (schedule: string) => string | undefined }) {
     this.replicaLabel = labelValue(o.replica);
+    const tenantOf = o.tenantOf;
+    this.tenantLabel = (schedule) => {
+      const t = tenantOf?.(schedule);
+      return t === undefined ? {} : { tenant: t };
+    };
     const r = this.registry;
     r.setDefaultLabels({ replica: o.replica });
     // Job kinds and in-process jobs register on the default registry, served beside this one: same labels.
@@ -95,38 +104,38 @@ export class Metrics {
     this.runs = new Counter({
       name: 'cronflock_runs_total',
       help: 'Attempts that ended, by schedule and outcome: succeeded, failed (the occurrence failed for good), retrying (a failed attempt that will be retried)',
-      labelNames: ['schedule', 'state'],
+      labelNames: ['schedule', 'state', 'tenant'],
       registers: [r],
     });
     this.notRun = new Counter({
       name: 'cronflock_occurrences_not_run_total',
       help: 'Occurrences recorded missed or skipped (by this replica), by reason',
-      labelNames: ['schedule', 'state', 'reason'],
+      labelNames: ['schedule', 'state', 'reason', 'tenant'],
       registers: [r],
     });
     this.delayed = new Counter({
       name: 'cronflock_occurrences_delayed_total',
       help: 'Occurrences planned (by this replica) to fire later than their jitter window, by reason (blackout <name>): their start lateness counts from the later fire time',
-      labelNames: ['schedule', 'reason'],
+      labelNames: ['schedule', 'reason', 'tenant'],
       registers: [r],
     });
     this.claims = new Counter({
       name: 'cronflock_claims_total',
       help: 'Claims taken, kind=first or reclaim (a later attempt: after a stall, a hand-over or a retry)',
-      labelNames: ['schedule', 'kind'],
+      labelNames: ['schedule', 'kind', 'tenant'],
       registers: [r],
     });
     this.lateness = new Histogram({
       name: 'cronflock_start_lateness_seconds',
       help: 'Start of the first attempt after the fire time, on the Redis clock',
-      labelNames: ['schedule'],
+      labelNames: ['schedule', 'tenant'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [r],
     });
     this.gateWait = new Histogram({
       name: 'cronflock_gate_wait_seconds',
       help: 'How long a claim taken by this replica waited for a concurrency group slot or a rate limit (gate="group <name>" or "rate limit of <schedule>" / "rate limit of group <name>") before it started',
-      labelNames: ['schedule', 'gate'],
+      labelNames: ['schedule', 'gate', 'tenant'],
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [r],
     });
@@ -216,7 +225,8 @@ export class Metrics {
         for (const [labels, value] of g.series(row)) {
           if (header) pending.push(header);
           header = '';
-          pending.push(`${g.name}{schedule="${labelValue(row.name)}"${labels},replica="${this.replicaLabel}"} ${value}\n`);
+          const tenant = row.tenant !== undefined ? `,tenant="${labelValue(row.tenant)}"` : '';
+          pending.push(`${g.name}{schedule="${labelValue(row.name)}"${labels}${tenant},replica="${this.replicaLabel}"} ${value}\n`);
           if (pending.length >= SERIES_PER_SLICE) {
             chunks.push(Buffer.from(pending.join('')));
             pending = [];
@@ -284,23 +294,24 @@ export class Metrics {
 
   /** Feeds a run event of the executor. */
   onRun(e: RunEvent): void {
+    const t = this.tenantLabel(e.schedule);
     switch (e.state) {
       case 'started':
-        this.claims.inc({ schedule: e.schedule, kind: (e.attempt ?? 1) > 1 ? 'reclaim' : 'first' });
-        if ((e.attempt ?? 1) === 1 && e.startMs !== undefined) this.lateness.observe({ schedule: e.schedule }, Math.max(0, e.startMs - e.fireMs) / 1000);
-        if (e.waited) this.gateWait.observe({ schedule: e.schedule, gate: e.waited.gate }, e.waited.ms / 1000);
+        this.claims.inc({ ...t, schedule: e.schedule, kind: (e.attempt ?? 1) > 1 ? 'reclaim' : 'first' });
+        if ((e.attempt ?? 1) === 1 && e.startMs !== undefined) this.lateness.observe({ ...t, schedule: e.schedule }, Math.max(0, e.startMs - e.fireMs) / 1000);
+        if (e.waited) this.gateWait.observe({ ...t, schedule: e.schedule, gate: e.waited.gate }, e.waited.ms / 1000);
         break;
       case 'succeeded':
       case 'failed':
       case 'retrying':
-        this.runs.inc({ schedule: e.schedule, state: e.state });
+        this.runs.inc({ ...t, schedule: e.schedule, state: e.state });
         break;
       case 'skipped':
       case 'missed':
-        this.notRun.inc({ schedule: e.schedule, state: e.state, reason: reasonLabel(e.error ?? e.state) });
+        this.notRun.inc({ ...t, schedule: e.schedule, state: e.state, reason: reasonLabel(e.error ?? e.state) });
         break;
       case 'stalled-out':
-        this.runs.inc({ schedule: e.schedule, state: 'failed' });
+        this.runs.inc({ ...t, schedule: e.schedule, state: 'failed' });
         break;
       default:
         break;
@@ -313,12 +324,12 @@ export class Metrics {
    */
   onPlannedLate(o: { schedule: string; reason: string }): void {
     const delayed = /(?:^|; )(delayed: blackout .*)$/.exec(o.reason);
-    if (delayed) this.delayed.inc({ schedule: o.schedule, reason: reasonLabel(delayed[1]!) });
+    if (delayed) this.delayed.inc({ ...this.tenantLabel(o.schedule), schedule: o.schedule, reason: reasonLabel(delayed[1]!) });
   }
 
   /** Feeds an occurrence the planner recorded missed or skipped. */
   onPlannedFinal(o: PlannedFinalEvent): void {
-    this.notRun.inc({ schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
+    this.notRun.inc({ ...this.tenantLabel(o.schedule), schedule: o.schedule, state: o.state, reason: reasonLabel(o.reason) });
   }
 }
 

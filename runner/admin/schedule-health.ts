@@ -43,6 +43,8 @@ export interface ScheduleHealthRow {
   overdueMs: number;
   lastResult: LastResult | undefined;
   suspended: boolean;
+  /** Its tenant (the `tenant` label); absent: none. */
+  tenant?: string;
 }
 
 /** The flock-wide counts over the schedules this replica runs, whatever the mode. */
@@ -119,7 +121,7 @@ export class ScheduleHealthBoard {
       const h = k.health;
       const overdueMs = h.overdueFromMs !== null && h.overdueFromMs <= nowMs ? nowMs - h.overdueFromMs : 0;
       const lastResult = values.lastResult.get(s.name);
-      rows.push({ name: s.name, nextFireMs: h.nextFireMs, lastSuccessMs, overdueMs, lastResult, suspended });
+      rows.push({ name: s.name, nextFireMs: h.nextFireMs, lastSuccessMs, overdueMs, lastResult, suspended, ...(s.tenant !== undefined ? { tenant: s.tenant } : {}) });
       totals.total++;
       if (overdueMs > 0) totals.overdue++;
       if ((lastResult?.consecutiveFailures ?? 0) > 0) totals.failing++;

@@ -28,7 +28,7 @@ export interface ActionOutcome {
  * Performs `a` as `who` and records it in the audit log when it changed something.
  * @throws ControlError when the operation refuses (unknown schedule, a too large backfill …): nothing changed.
  */
-export async function performAction(c: ControlContext, who: { who: string; via: 'api' | 'cli' }, a: ActionRequest): Promise<ActionOutcome> {
+export async function performAction(c: ControlContext, who: { who: string; via: 'api' | 'cli' | 'library' }, a: ActionRequest): Promise<ActionOutcome> {
   let done = true;
   let message: string;
   let detail: Record<string, unknown>;

@@ -16,6 +16,12 @@ const errors = {
   404: json('Error', '`NOT_FOUND`: no such schedule or occurrence, or no such route (any path or method not listed here)'),
   503: json('Error', '`REDIS_UNAVAILABLE`: Redis is not answering (down, unreachable, or accepting connections but not answering within the Redis timeout); try again'),
 };
+const writeErrors = {
+  ...errors,
+  409: json('Error', 'NAME_OWNED: a schedule file or Schedule resource of a live replica owns the name (`error.source` names it); TENANT_LIMIT: the tenant is at its limit of stored schedules (`error.tenant`, `error.limit`, `error.count`; raise it with cronflock tenants set-limit)'),
+  412: json('Error', 'VERSION_CONFLICT: the stored version is not the If-Match one (`error.version` is the current one; 0: it does not exist)'),
+};
+const ifMatch: Json = { name: 'If-Match', in: 'header', required: false, description: 'compare-and-set: only if the stored version is this one (the ETag of the previous write, e.g. "7")', schema: { type: 'string' } };
 
 /** Query parameters of a zod object (strings in the URL; their JSON Schema as the handler reads them). */
 function query(schema: z.ZodObject): Json[] {
@@ -59,7 +65,31 @@ export function openApiDocument(version: string): Json {
     components: { schemas: components, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     paths: {
       '/schedules': { get: { summary: 'list schedules (paged)', parameters: query(listQuerySchema), responses: { 200: json('ScheduleList', 'a page'), ...errors } } },
-      '/schedules/{name}': { get: { summary: 'one schedule', parameters: [pathParam('name', 'schedule name')], responses: { 200: json('ScheduleDetail', 'the schedule'), ...errors } } },
+      '/schedules/{name}': {
+        get: { summary: 'one schedule', parameters: [pathParam('name', 'schedule name')], responses: { 200: json('ScheduleDetail', 'the schedule'), ...errors } },
+        put: {
+          summary: 'create or change a stored schedule (operator; audited): every replica applies it from its next due time',
+          security: [{ bearer: [] }],
+          parameters: [
+            pathParam('name', 'schedule name'),
+            ifMatch,
+            { name: 'If-None-Match', in: 'header', required: false, description: '`*`: create only, refused (412) if it exists', schema: { type: 'string' } },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('ScheduleDefinitionBody') } } },
+          responses: {
+            200: json('StoredWrite', 'stored (ETag: its version)'),
+            ...writeErrors,
+            422: json('Error', 'SCHEDULE_INVALID: the definition is refused whole, nothing stored; `error.problems` lists every problem (field, reason, hint)'),
+          },
+        },
+        delete: {
+          summary: 'remove a stored schedule (operator; audited): it stops after its run in flight',
+          security: [{ bearer: [] }],
+          parameters: [pathParam('name', 'schedule name'), ifMatch],
+          requestBody: { required: false, content: { 'application/json': { schema: ref('DeleteBody') } } },
+          responses: { 200: json('StoredWrite', 'removed'), ...writeErrors },
+        },
+      },
       '/schedules/{name}/occurrences': {
         get: { summary: "a schedule's occurrences due in a range, newest first", parameters: [pathParam('name', 'schedule name'), ...query(occurrencesQuerySchema)], responses: { 200: json('OccurrenceList', 'occurrences'), ...errors } },
       },

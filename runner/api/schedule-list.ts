@@ -80,6 +80,8 @@ function matches(q: ListQuery, r: ScheduleRow): boolean {
   const suspended = r.suspension !== undefined || r.def.suspend === true;
   if (q.suspended && String(suspended) !== q.suspended) return false;
   if (q.overdue && String(r.health.overdueMs > 0) !== q.overdue) return false;
+  if (q.tenant !== undefined && r.def.tenant !== q.tenant) return false;
+  for (const [k, v] of Object.entries(q.labels ?? {})) if (r.def.labels?.[k] !== v) return false;
   return true;
 }
 
@@ -108,7 +110,7 @@ export async function listSchedules(
   }
   const page: { row: ScheduleRow; key: SortKey }[] = [];
   let total = 0;
-  const filtered = Boolean(q.prefix || q.q || q.state || q.suspended || q.overdue);
+  const filtered = Boolean(q.prefix || q.q || q.state || q.suspended || q.overdue || q.tenant !== undefined || Object.keys(q.labels ?? {}).length > 0);
   for (let i = 0; i < rows.length; i++) {
     if (filtered && !matches(q, rows[i]!.row)) continue;
     total++;
@@ -159,6 +161,8 @@ export function summarize(r: ScheduleRow, counts: ScheduleSummary['counts24h']):
     jobKind: r.def.jobKind ?? '',
     job: r.def.job ?? '',
     publishedBy: r.def.replica,
+    tenant: r.def.tenant ?? null,
+    labels: r.def.labels ?? {},
     nextDueMs: r.health.nextDueMs,
     nextFireMs: r.health.nextFireMs,
     lastExpectedDueMs: r.health.lastExpectedDueMs,

@@ -10,12 +10,29 @@ import { apiSchemas, logLineSchema, occurrenceSchema, runStateSchema } from '../
 const ms = z.number().describe('UTC ms (Redis clock)');
 const boolParam = z.enum(['true', 'false']);
 
+export const definitionProblemSchema = z
+  .object({
+    field: z.string().describe('dotted path inside the definition, e.g. `job.url`; empty: the whole definition'),
+    reason: z.string(),
+    hint: z.string().optional().describe('how to fix it'),
+  })
+  .register(apiSchemas, { id: 'DefinitionProblem' });
+
 export const errorSchema = z
   .object({
     error: z.object({
       code: z.string().describe('BAD_PARAMETER, BAD_BODY, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, REDIS_UNAVAILABLE …'),
       message: z.string().describe('what is wrong and what to do; for a refused field "<field>: <what is wrong>; allowed: <what is allowed>", several joined by " · "'),
       field: z.string().optional().describe('the (first) refused field, e.g. `body.reason` or `query.limit`'),
+      problems: z
+        .array(definitionProblemSchema)
+        .optional()
+        .describe('422 SCHEDULE_INVALID: every problem of the refused definition (nothing was stored)'),
+      version: z.number().int().optional().describe("412 VERSION_CONFLICT: the schedule's current version (0: it does not exist)"),
+      source: z.string().optional().describe('409 NAME_OWNED: the source that owns the name (file:line, Schedule <namespace>/<name>)'),
+      tenant: z.string().optional().describe('409 TENANT_LIMIT: the tenant at its limit'),
+      limit: z.number().int().optional().describe("409 TENANT_LIMIT: the tenant's limit"),
+      count: z.number().int().optional().describe("409 TENANT_LIMIT: the tenant's stored schedules"),
     }),
   })
   .register(apiSchemas, { id: 'Error' });
@@ -45,6 +62,8 @@ export const scheduleSummarySchema = z
     jobKind: z.string(),
     job: z.string().describe('a one-line summary of the job, secrets left out (URL credentials and query values, header values)'),
     publishedBy: z.string().describe('the replica whose definition is published'),
+    tenant: z.string().nullable().describe('who it belongs to (its tenant field); null: none'),
+    labels: z.record(z.string(), z.string()).describe('its labels (empty: none)'),
     nextDueMs: ms.nullable(),
     nextFireMs: ms.nullable(),
     lastExpectedDueMs: ms.nullable().describe('the latest due time a success was owed for'),
@@ -72,8 +91,10 @@ export const listQuerySchema = z.object({
   suspended: boolParam.optional(),
   overdue: boolParam.optional().describe('true: only schedules whose last expected occurrence has no success'),
   sort: z.enum(SORTS).default('name').describe('name; attention (overdue, then failing, first); next (next fire time); last (latest result first)'),
+  tenant: z.string().optional().describe('only this tenant\'s schedules'),
+  label: z.string().optional().describe('key=value: only schedules with this label; repeat for several (all must match)'),
 });
-export type ListQuery = z.infer<typeof listQuerySchema>;
+export type ListQuery = z.infer<typeof listQuerySchema> & { /** every `label` parameter, parsed */ labels?: Record<string, string> };
 
 export const upcomingSchema = z.object({ dueMs: ms, fireMs: ms, windowEndMs: ms }).register(apiSchemas, { id: 'Upcoming' });
 
@@ -150,6 +171,29 @@ export const backfillBodySchema = z
     reason: reasonSchema,
   })
   .register(apiSchemas, { id: 'BackfillBody' });
+
+/** Body of `DELETE /schedules/{name}` (optional). */
+export const deleteBodySchema = z.strictObject({ reason: reasonSchema }).register(apiSchemas, { id: 'DeleteBody' });
+
+/**
+ * Body of `PUT /schedules/{name}`: one schedule definition, as one entry of a schedule file's `schedules:` list
+ * (the schedule file's JSON Schema describes its fields; `name` may be left out: the path names it), plus an
+ * optional `reason` for the audit log. Checked by the schedule files' own code: refused whole (422) with every
+ * problem.
+ */
+export const scheduleDefinitionBodySchema = z
+  .looseObject({ name: z.string().optional().describe('the path\'s name, or left out'), cron: z.string(), job: z.record(z.string(), z.unknown()), reason: reasonSchema })
+  .describe("one entry of a schedule file's schedules: list (see the schedule file's JSON Schema), plus an optional reason")
+  .register(apiSchemas, { id: 'ScheduleDefinitionBody' });
+
+export const storedWriteSchema = z
+  .object({
+    name: z.string(),
+    version: z.number().int().describe('its version now (also the ETag): pass it as If-Match to change it only if nobody else did'),
+    changed: z.boolean().optional().describe('PUT: false when the definition equals the stored one (nothing written, nothing audited)'),
+    auditId: z.string().nullable().describe('its audit entry'),
+  })
+  .register(apiSchemas, { id: 'StoredWrite' });
 
 export const actionResultSchema = z
   .object({ action: z.string(), schedule: z.string(), done: z.boolean().describe('false when it changed nothing (e.g. already suspended, or a dry run)'), message: z.string(), detail: z.record(z.string(), z.unknown()), auditId: z.string().nullable() })

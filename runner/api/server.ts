@@ -31,6 +31,7 @@ import { counts24h, CursorError, listSchedules, summarize } from './schedule-lis
 import {
   auditQuerySchema,
   backfillBodySchema,
+  deleteBodySchema,
   listQuerySchema,
   occurrencesQuerySchema,
   reasonBodySchema,
@@ -39,6 +40,8 @@ import {
 import { requestProblems, type RequestPart } from './request-messages.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
+import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError } from '../store/store.js';
+import type { DefinitionProblem } from '../store/definition.js';
 
 /** What the server needs. */
 export interface ApiDeps {
@@ -61,14 +64,33 @@ type Env = { Variables: { caller: Caller } };
 /** An error answer: `{error: {code, message, field?}}` (errorSchema in schemas.ts). */
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 422 | 503,
     readonly code: string,
     message: string,
     /** The refused field (`query.limit`, `body.reason`) when the error is about one. */
     readonly field?: string,
+    /** More of the answer's `error` object: `problems` of a refused definition, the current `version` … */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
+}
+
+/**
+ * The version an `If-Match` header asks for (an ETag as this API sends it, `"7"`, or the bare number);
+ * undefined without one. `If-None-Match: *` asks for "only if it does not exist" (0).
+ * @throws ApiError 400 for anything else.
+ */
+function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefined): number | undefined {
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch.trim() !== '*') throw new ApiError(400, 'BAD_PARAMETER', 'header.If-None-Match: only * is understood (create only if absent)', 'header.If-None-Match');
+    if (ifMatch !== undefined) throw new ApiError(400, 'BAD_PARAMETER', 'header.If-Match: give either If-Match or If-None-Match, not both', 'header.If-Match');
+    return 0;
+  }
+  if (ifMatch === undefined) return undefined;
+  const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(ifMatch);
+  if (!m) throw new ApiError(400, 'BAD_PARAMETER', `header.If-Match: is not a version; allowed: the schedule's version as its ETag says it (e.g. "7")`, 'header.If-Match');
+  return Number(m[1]);
 }
 
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
@@ -125,7 +147,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
   });
 
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, err.status);
+    if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}), ...err.extra } }, err.status);
     if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     const redis = d.redisProblem?.(err);
@@ -159,7 +181,13 @@ export function createApp(d: ApiDeps): Hono<Env> {
   api.get('/schedules', async (c) => {
     await d.index.ready();
     const q = parse(listQuerySchema, c.req.query(), 'query');
-    return c.json(await listSchedules(d.redis, d.keys, d.index, q));
+    const labels: Record<string, string> = {};
+    for (const l of c.req.queries('label') ?? []) {
+      const eq = l.indexOf('=');
+      if (eq <= 0) throw new ApiError(400, 'BAD_PARAMETER', `query.label: "${l}" is not key=value; allowed: label=<key>=<value>, repeated for several labels (all must match)`, 'query.label');
+      labels[l.slice(0, eq)] = l.slice(eq + 1);
+    }
+    return c.json(await listSchedules(d.redis, d.keys, d.index, { ...q, labels }));
   });
 
   const rowOf = async (name: string) => {
@@ -221,7 +249,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
   });
 
   // ---- actions: operator token, same-origin; a reason is optional ----
-  const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
+  /** The operator calling (same origin, actions on, an operator token). @throws ApiError 401/403 */
+  const operator = (c: Context<Env>): string => {
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
     const host = c.req.header('host');
@@ -232,19 +261,25 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const who = c.get('caller');
     if (who.role === 'anonymous') throw new ApiError(401, 'UNAUTHORIZED', 'actions need a bearer token with the role operator: send Authorization: Bearer <token>');
     if (who.role !== 'operator') throw new ApiError(403, 'FORBIDDEN', `token "${who.name}" has the role ${who.role}; actions need operator`);
+    return who.name!;
+  };
+  /** The request's JSON body (`{}` when empty). @throws ApiError 400 BAD_BODY */
+  const bodyOf = async (c: Context<Env>, example: string): Promise<unknown> => {
+    const text = await c.req.text();
+    if (!text.trim()) return {};
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new ApiError(400, 'BAD_BODY', `body: is not JSON; allowed: a JSON object, e.g. ${example}`, 'body');
+    }
+  };
+  const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
+    const whoName = operator(c);
     const name = c.req.param('name')!;
     await rowOf(name);
-    let body: unknown = {};
-    const text = await c.req.text();
-    if (text.trim()) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new ApiError(400, 'BAD_BODY', 'body: is not JSON; allowed: a JSON object, e.g. {"reason": "db migration"}, or no body', 'body');
-      }
-    }
+    const body = await bodyOf(c, '{"reason": "db migration"}, or no body');
     const req = build(name, body);
-    const out = await performAction({ ...d.control, by: `api:${who.name}` }, { who: who.name!, via: 'api' }, req);
+    const out = await performAction({ ...d.control, by: `api:${whoName}` }, { who: whoName, via: 'api' }, req);
     return c.json({ action: req.action, schedule: name, ...out });
   };
   api.post('/schedules/:name/trigger', (c) => act(c, (schedule, b) => ({ action: 'trigger', schedule, reason: parse(reasonBodySchema, b, 'body').reason })));
@@ -259,6 +294,62 @@ export function createApp(d: ApiDeps): Hono<Env> {
       return { action: 'backfill', schedule, fromMs, toMs, dryRun: p.dryRun, yes: p.yes, max: p.max, reason: p.reason };
     }),
   );
+
+  // ---- stored schedules (runner/store/): create or change, delete; operator token, audited ----
+  const stored = new ScheduleStore(d.redis, d.keys);
+  /** The refusal of a store write as an API error. */
+  const refusal = (e: VersionConflictError | NameOwnedError | TenantLimitError | { code: 'NOT_FOUND'; message: string }): ApiError => {
+    if (e instanceof VersionConflictError) return new ApiError(412, e.code, e.message, 'header.If-Match', { version: e.actual });
+    if (e instanceof NameOwnedError) return new ApiError(409, e.code, e.message, 'name', { source: e.source });
+    if (e instanceof TenantLimitError) return new ApiError(409, e.code, e.message, 'tenant', { tenant: e.tenant, limit: e.limit, count: e.count });
+    return new ApiError(404, 'NOT_FOUND', e.message);
+  };
+  api.put('/schedules/:name', async (c) => {
+    const who = operator(c);
+    const name = c.req.param('name');
+    const ifVersion = ifVersionOf(c.req.header('if-match'), c.req.header('if-none-match'));
+    const body = await bodyOf(c, '{"cron": "0 8 * * *", "job": {"kind": "http", "url": "https://…"}}');
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ApiError(422, 'SCHEDULE_INVALID', 'body: must be a JSON object: one schedule definition (the fields of a schedule file\'s entry)', 'body', {
+        problems: [{ field: '', reason: 'must be a JSON object', hint: 'send one schedule definition: {"cron": …, "job": {…}}' }],
+      });
+    }
+    const { reason, ...def } = body as Record<string, unknown> & { reason?: unknown };
+    if (def.name !== undefined && def.name !== name) {
+      throw new ApiError(422, 'SCHEDULE_INVALID', `name: "${String(def.name)}" differs from the path's "${name}"; leave it out or make them equal`, 'body.name', {
+        problems: [{ field: 'name', reason: `differs from the path's "${name}"`, hint: 'leave name out of the body (the path names the schedule) or make them equal' }],
+      });
+    }
+    if (reason !== undefined && typeof reason !== 'string') throw new ApiError(400, 'BAD_PARAMETER', 'body.reason: must be text; allowed: why, kept in the audit log', 'body.reason');
+    const r = await stored.upsert({ ...def, name } as never, { by: who, via: 'api', ...(ifVersion !== undefined ? { ifVersion } : {}), ...(reason !== undefined ? { reason } : {}) });
+    if (!r.ok) {
+      const e = r.error;
+      if ('problems' in e) {
+        const problems = e.problems.map((p: DefinitionProblem) => ({ field: p.field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }));
+        throw new ApiError(422, 'SCHEDULE_INVALID', e.message, problems[0]?.field ? `body.${problems[0].field}` : 'body', { problems });
+      }
+      throw refusal(e);
+    }
+    c.header('ETag', `"${r.version}"`);
+    return c.json({ name, version: r.version, changed: r.changed, auditId: r.auditId });
+  });
+  api.delete('/schedules/:name', async (c) => {
+    const who = operator(c);
+    const name = c.req.param('name');
+    const ifVersion = ifVersionOf(c.req.header('if-match'), undefined);
+    const b = parse(deleteBodySchema, await bodyOf(c, '{"reason": "customer left"}, or no body'), 'body');
+    const r = await stored.remove(name, { by: who, via: 'api', ...(ifVersion !== undefined ? { ifVersion } : {}), ...(b.reason !== undefined ? { reason: b.reason } : {}) });
+    if (!r.ok) {
+      if (r.error.code === 'NOT_FOUND') {
+        await d.index.ready();
+        const other = d.index.get(name)?.def.source;
+        const where = other && !other.startsWith('store') ? ` (it is defined by ${other}: remove it there)` : '';
+        throw new ApiError(404, 'NOT_FOUND', `schedule "${name}" is not stored${where}`);
+      }
+      throw refusal(r.error);
+    }
+    return c.json({ name, version: r.version, auditId: r.auditId });
+  });
 
   app.route('/api/v1', api);
   mountUi(app, d);

@@ -22,6 +22,7 @@ import { Command, CommanderError } from 'commander';
 import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
 import { addControlCommands } from './control-commands.js';
+import { addStoreCommands } from './store-commands.js';
 import { nextRows, noteOf, truncationNote, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addConvertCommand } from './convert-command.js';
@@ -46,8 +47,9 @@ Environment (a flag given on the command line wins):
   REDIS_URL                 --redis: the flock's Redis (redis://, rediss://, redis+sentinel://, redis+cluster://)
   REDIS_TLS_CA_FILE         --redis-tls-ca; also REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_INSECURE=1
   CRONFLOCK_NAMESPACE       --namespace: key namespace of the flock (default cronflock)
-  CRONFLOCK_REDIS_TIMEOUT   --redis-timeout of status, runs, audit, trigger, backfill, suspend, resume: seconds
-                            to wait for a Redis that took the connection but does not answer (default 10)
+  CRONFLOCK_REDIS_TIMEOUT   --redis-timeout of status, runs, audit, trigger, backfill, suspend, resume, apply,
+                            delete, list, tenants: seconds to wait for a Redis that took the connection but
+                            does not answer (default 10)
   CRONFLOCK_REPLICA         start --replica: this replica's name (default host-pid-random)
   CRONFLOCK_ADMIN           start --admin: where /metrics, /healthz, /readyz listen (default 127.0.0.1:9464)
   CRONFLOCK_WATCH_SCHEDULES start --watch-schedules: auto (default) | on | off
@@ -119,6 +121,7 @@ addStartCommand(program);
 addStatusCommand(program);
 addRunsCommand(program);
 addControlCommands(program);
+addStoreCommands(program);
 addRbacCommand(program);
 addRestoreCommand(program);
 addConvertCommand(program);

@@ -63,7 +63,7 @@ export function addStartCommand(program: Command): void {
   const c = program
     .command('start')
     .description('run one replica of the flock on the schedules at [path] and/or the Schedule resources of the cluster')
-    .argument('[path]', 'schedule file or directory (optional when Schedules come from the cluster)');
+    .argument('[path]', 'schedule file or directory (optional: without it, the stored schedules and/or the Schedules of the cluster run)');
   addRedisOptions(c, 'Redis URL (without it and REDIS_URL: a private redis-server for this replica only)');
   for (const f of START_FLAGS) c.addOption(flagOption(f));
   addApiOptions(c, undefined);
@@ -126,14 +126,11 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
   }
   for (const w of first.fileWarnings) process.stderr.write(`warning: ${w.format()}\n`);
-  if (first.runs.length === 0 && !sources.watchingCluster) {
-    throw new CliError(
-      path === undefined
-        ? 'no schedule path, and Schedules from the cluster are not watched (--watch-schedules on); nothing to run'
-        : `no valid schedules in ${path}; nothing to run`,
-    );
-  }
+  // Without a path (and without Schedules from the cluster) the replica runs the stored schedules alone
+  // (runner/store/), however many there are now: they may be added at any time.
+  if (first.runs.length === 0 && !sources.watchingCluster && path !== undefined) throw new CliError(`no valid schedules in ${path}; nothing to run`);
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
+  let closeStored: (() => Promise<void>) | undefined;
   const schedules = first.runs.map((r) => r.schedule);
 
   const events = new EngineEvents();
@@ -162,6 +159,21 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing });
+    // The third source, the stored schedules (runner/sources/stored.ts): read in full once the replica runs (it
+    // waits for Redis, saying why, with its admin server up), applied as one reload, then followed. A file or
+    // Schedule that defines a stored name is refused (combine.ts), as on a reload.
+    const { openStoredSchedules } = await import('../sources/stored.js');
+    const opened = await openStoredSchedules({ redisUrl: target.url, redisTls: target.tls, namespace: options.namespace, replica: options.replica, log });
+    closeStored = opened.close;
+    if (aborted.signal.aborted) return;
+    await sources.addStored(opened.stored);
+    for (const e of sources.first.fileErrors) {
+      if (first.fileErrors.some((f) => f.message === e.message)) continue;
+      process.stderr.write(`${e.format()}\n`);
+      log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    }
+    await replica.reload(sources.schedules());
+    if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.applied.size }, 'no schedule path: running the stored schedules alone');
     stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
   })();
 
@@ -179,6 +191,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     // A start still waiting on Redis ends at once (aborted); one stuck on a hung Redis is not waited for long.
     await settlesWithin(starting, 5_000);
     await sources.stopWatching();
+    await closeStored?.();
     await replica?.stop();
     await sources.stop(); // the last status and Events of the Schedules
     await stopExtras?.(); // dashboard: the last log lines, after the runs were handed over

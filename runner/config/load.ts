@@ -50,6 +50,10 @@ export interface CompiledSchedule {
   startingDeadlineMs: number | null;
   /** When true, no new occurrences are started. */
   suspend: boolean;
+  /** Who it belongs to (absent: no tenant): the `tenant` metrics label, the per-tenant limit of stored schedules. */
+  tenant?: string;
+  /** Labels to list and filter by (absent: none). */
+  labels?: Record<string, string>;
   /** What to do with due times missed during downtime. */
   catchUp: CatchUpPolicy;
   /** With `catchUp: 'all'`, the most missed due times that are run (always set; default 10). */

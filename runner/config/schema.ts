@@ -29,6 +29,30 @@ export const scheduleNameSchema = z
     'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit',
   );
 
+/**
+ * A tenant: who a schedule belongs to (a customer, a team), for listing, metrics (the `tenant` label) and the
+ * per-tenant limit on stored schedules (runner/store/). The same form as a schedule name.
+ */
+export const tenantSchema = z
+  .string()
+  .max(63, 'must be at most 63 characters (a DNS-1123 label)')
+  .regex(SCHEDULE_NAME_PATTERN, 'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit');
+
+/** A label key: letters, digits, `-`, `_`, `.`, `/`, starting and ending with a letter or digit (as Kubernetes' names part). */
+export const LABEL_KEY_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$/;
+/** A label value: empty, or letters, digits, `-`, `_`, `.`, starting and ending with a letter or digit. */
+export const LABEL_VALUE_PATTERN = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+/** Most labels on one schedule. */
+export const MAX_LABELS = 32;
+
+/** A schedule's labels: text → text, for listing by `label=key=value` (not metrics: they would be unbounded). */
+export const labelsSchema = z
+  .record(
+    z.string().max(63, 'must be at most 63 characters').regex(LABEL_KEY_PATTERN, 'must be letters, digits, "-", "_", ".", "/", starting and ending with a letter or digit'),
+    z.string().max(63, 'must be at most 63 characters').regex(LABEL_VALUE_PATTERN, 'must be empty, or letters, digits, "-", "_", ".", starting and ending with a letter or digit'),
+  )
+  .refine((m) => Object.keys(m).length <= MAX_LABELS, `must have at most ${MAX_LABELS} labels`);
+
 /** What to do with due times that passed while no replica ran: none, only the latest, or all (bounded). */
 export const catchUpSchema = z.enum(['none', 'latest', 'all']);
 /** Catch-up policy after downtime; see {@link catchUpSchema}. */
@@ -93,6 +117,12 @@ export const scheduleObject = z.strictObject({
       'How late after its fire time an occurrence may still start; later ones are recorded as missed. A duration such as 30s or 5m (default: no limit).',
     ),
   suspend: z.boolean().default(false).describe('When true, no new occurrences are started (default false).'),
+  tenant: tenantSchema
+    .optional()
+    .describe('Who the schedule belongs to (a customer, a team): listed and filtered by it, carried by its metrics as the tenant label, counted against the per-tenant limit of stored schedules (cronflock tenants set-limit). A DNS-1123 label (default: none).'),
+  labels: labelsSchema
+    .optional()
+    .describe('Labels (key: value, at most 32) to list and filter schedules by (label=key=value); not put on metrics (default: none).'),
   catchUp: catchUpSchema
     .default('latest')
     .describe(
@@ -275,6 +305,9 @@ export const scheduleSchema = scheduleObject
     jitterMs: v.jitter,
     startingDeadlineMs: v.startingDeadline ?? null,
     suspend: v.suspend,
+    // Left out when not set (definition hashes of schedules without them stay as they were).
+    ...(v.tenant !== undefined ? { tenant: v.tenant } : {}),
+    ...(v.labels !== undefined ? { labels: v.labels } : {}),
     catchUp: v.catchUp,
     maxCatchUpRuns: v.maxCatchUpRuns ?? DEFAULT_MAX_CATCH_UP_RUNS,
     concurrencyPolicy: v.concurrencyPolicy,

@@ -55,6 +55,9 @@ export interface PublishedDefinition {
   timeoutMs?: number | null;
   overdueGraceMs?: number | null;
   suspend?: boolean;
+  /** Its tenant and labels (absent: none), to list and filter by. */
+  tenant?: string;
+  labels?: Record<string, string>;
 }
 
 /** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
@@ -81,7 +84,7 @@ export class Definitions {
   private publishers = new Set<string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
-  private mine: readonly CompiledSchedule[] = [];
+  private mine = new Map<string, CompiledSchedule>();
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
@@ -100,8 +103,20 @@ export class Definitions {
    */
   async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(schedules, removed);
-    this.mine = schedules;
+    this.mine = new Map(schedules.map((s) => [s.name, s]));
     await this.refresh(true);
+  }
+
+  /**
+   * Publishes changes to some of this replica's definitions (stored schedules' changes): `upserted` win (the
+   * latest loaded), `removed` are withdrawn where this replica's publication is the current one; the others
+   * are not sent again. Then refreshes the view.
+   */
+  async publishChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
+    await this.publishOnly(upserted, removed);
+    for (const name of removed) this.mine.delete(name);
+    for (const s of upserted) this.mine.set(s.name, s);
+    await this.refresh();
   }
 
   private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
@@ -130,6 +145,8 @@ export class Definitions {
         timeoutMs: s.timeoutMs,
         overdueGraceMs: s.overdueGraceMs ?? null,
         suspend: s.suspend,
+        ...(s.tenant !== undefined ? { tenant: s.tenant } : {}),
+        ...(s.labels !== undefined ? { labels: s.labels } : {}),
       };
       args.push(s.name, JSON.stringify(def));
       if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);
@@ -160,7 +177,7 @@ export class Definitions {
     }
     // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
     if ([...this.publishers].every((r) => r === this.replica || this.isLive(r))) return changed;
-    const candidates = this.mine.filter((s) => {
+    const candidates = [...this.mine.values()].filter((s) => {
       const w = this.winners.get(s.name);
       // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
       return w !== undefined && w.replica !== this.replica && !this.isLive(w.replica);

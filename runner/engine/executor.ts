@@ -180,6 +180,12 @@ export class Executor {
     this.schedules = new Map(schedules.map((s) => [s.name, s]));
   }
 
+  /** Changes some of the schedules this replica knows (stored schedules' changes); the others stay. */
+  changeSchedules(upserted: readonly CompiledSchedule[], removed: readonly string[]): void {
+    for (const name of removed) this.schedules.delete(name);
+    for (const s of upserted) this.schedules.set(s.name, s);
+  }
+
   /** Starts taking deliveries: one worker on each lane's queue. */
   start(): void {
     if (this.opts.batchSize > 1) {
@@ -391,6 +397,14 @@ export class Executor {
       if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
       return dl.backUntil(this.clock.now() + 1000);
+    }
+    const unavailable = kind.unavailable?.(sched.job);
+    if (unavailable !== undefined) {
+      // This replica cannot run it (kind: handler without that handler): leave it, unclaimed, to a replica that
+      // can; past the horizon on the Redis clock, nobody could.
+      if (await this.closeUnrun(base, 'skipped', unavailable, o.horizonMs)) return;
+      this.log.debug({ occurrence: d.key, reason: unavailable }, 'cannot run it here; giving the delivery back');
+      return this.giveBackUntil(job, token, this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {

@@ -173,6 +173,37 @@ export class Planner {
     return diff;
   }
 
+  /**
+   * Applies changes to some schedules only (stored schedules: runner/sources/stored.ts), by the rule of
+   * {@link update}: an unchanged definition keeps its place, a changed one applies from its next due time after
+   * now, an added one starts at now, a removed one is no longer planned. The others are not looked at (the
+   * digest is recomputed).
+   * @returns the names added, changed and removed.
+   */
+  applyChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): { added: string[]; changed: string[]; removed: string[] } {
+    const now = this.clock.now();
+    const diff = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    for (const name of removed) {
+      if (!this.current.delete(name)) continue;
+      this.cursors.delete(name);
+      diff.removed.push(name);
+    }
+    for (const s of upserted) {
+      const old = this.current.get(s.name);
+      if (old && old.definitionHash === s.definitionHash) continue;
+      (old ? diff.changed : diff.added).push(s.name);
+      this.current.set(s.name, s);
+      this.cursors.set(s.name, now);
+      const due = s.due.next(now);
+      if (due !== null) this.heap.push(due, s);
+    }
+    if (diff.added.length + diff.changed.length + diff.removed.length > 0) {
+      this.digest = definitionsDigest([...this.current.values()]);
+      this.plannable = undefined;
+    }
+    return diff;
+  }
+
   /** Stops ticking, waits for a tick in flight, and leaves the membership so others take this share at once. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -169,7 +169,14 @@ export class Replica {
     /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
-    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS });
+    // A schedule's tenant for the metrics' tenant label, from what the replica runs now (map rebuilt when that changes).
+    let tenants: { of: readonly CompiledSchedule[]; byName: Map<string, string> } | undefined;
+    const tenantOf = (name: string): string | undefined => {
+      const list = r?.running ?? p.schedules;
+      if (tenants?.of !== list) tenants = { of: list, byName: new Map(list.flatMap((s) => (s.tenant !== undefined ? [[s.name, s.tenant] as const] : []))) };
+      return tenants.byName.get(name);
+    };
+    const metrics = new Metrics({ clock, activeRuns: () => r?.executor.activeCount ?? 0, replica: o.replica, redisUp: () => cache.redisAgeMs <= REDIS_STALE_MS, tenantOf });
     // Per-schedule health metrics (alerts): computed after each cache pass, for the schedules this replica runs.
     feedScheduleHealth({
       cache,
@@ -323,6 +330,52 @@ export class Replica {
     this.names = new Set(schedules.map((s) => s.name));
     this.running = schedules;
     if (diff.added.length + diff.changed.length + diff.removed.length > 0) this.log.info(diff, 'schedules reloaded');
+    return diff;
+  }
+
+  /**
+   * Applies changes to some schedules (the stored schedules' change stream: runner/sources/stored.ts) by the
+   * rule of {@link reload}, touching only those schedules: a changed one applies from its next due time (its
+   * planned occurrences that the new definition does not have are recorded skipped), a removed one stops after
+   * the run in flight (its planned occurrences are recorded skipped: schedule removed). The planned occurrences
+   * are found through each touched schedule's run index, not by reading every pending occurrence.
+   */
+  async applyChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+    const diff = this.planner.applyChanges(upserted, removed);
+    this.executor.changeSchedules(upserted, diff.removed);
+    this.outbox?.changeSchedules(upserted, diff.removed);
+    await this.definitions.publishChanges(upserted.filter((s) => diff.added.includes(s.name) || diff.changed.includes(s.name)), diff.removed);
+    const byName = new Map(upserted.map((s) => [s.name, s]));
+    const touched = [...diff.changed, ...diff.removed];
+    if (touched.length > 0) {
+      const fromMs = this.clock.now() - this.opts.horizonMs;
+      const p = this.store.redis.pipeline();
+      for (const name of touched) p.zrangebyscore(this.keys.runs(name), fromMs, '+inf');
+      const lists = ((await p.exec()) ?? []).map(([err, keys]) => {
+        if (err) throw err;
+        return keys as string[];
+      });
+      const candidates = lists.flat().filter((key) => !key.includes('~'));
+      const q = this.store.redis.pipeline();
+      for (const key of candidates) q.zscore(this.keys.pending, key);
+      const scores = (await q.exec()) ?? [];
+      for (const [i, key] of candidates.entries()) {
+        if (scores[i]?.[1] === null || scores[i]?.[1] === undefined) continue; // not planned-and-unclaimed
+        const name = scheduleOfKey(key);
+        const s = byName.get(name);
+        const dueMs = Date.parse(key.slice(name.length + 1));
+        if (s && s.due.next(dueMs - 1) === dueMs) continue; // still a due time of the new definition
+        await this.store.abandon(key, 'skipped', s ? 'schedule changed: not a due time of the new definition' : 'schedule removed', this.opts.retentionMs);
+      }
+    }
+    if (diff.added.length + diff.changed.length + diff.removed.length > 0) {
+      const all = new Map(this.running.map((s) => [s.name, s]));
+      for (const name of diff.removed) all.delete(name);
+      for (const s of upserted) all.set(s.name, s);
+      this.running = [...all.values()];
+      this.names = new Set(all.keys());
+      this.log.info({ added: diff.added.length, changed: diff.changed.length, removed: diff.removed.length }, 'stored schedules applied');
+    }
     return diff;
   }
 

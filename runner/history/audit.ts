@@ -1,6 +1,8 @@
 /**
- * The audit log: every action taken on the flock — trigger, suspend, resume, backfill, backfill cancel —
- * whether from the command line or the HTTP API, with who, when (Redis time: the stream id), what and why. A
+ * The audit log: every action taken on the flock — trigger, suspend, resume, backfill, backfill cancel, and
+ * every change of a stored schedule (upsert, delete: written by the store's scripts themselves, with the
+ * version, in the same atomic step as the change: runner/store/) — whether from the command line, the HTTP API
+ * or the library, with who, when (Redis time: the stream id), what and why. A
  * Redis stream (`{ns}:audit`), capped at {@link AUDIT_MAX_ENTRIES} entries (approximately: `MAXLEN ~`) and to
  * entries younger than the history (`--history`).
  */
@@ -18,7 +20,7 @@ const DEFAULT_AUDIT_AGE_MS = 30 * 86_400_000;
 /** The reason an audit entry records when the action was given none. */
 export const NO_REASON = '(no reason given)';
 
-export const auditActionSchema = z.enum(['trigger', 'suspend', 'resume', 'backfill', 'backfill-cancel']);
+export const auditActionSchema = z.enum(['trigger', 'suspend', 'resume', 'backfill', 'backfill-cancel', 'upsert', 'delete']);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
 /** One entry of the audit log. */
@@ -27,17 +29,18 @@ export const auditEntrySchema = z
     id: z.string().describe('stream id; its first part is the Redis time (ms) of the action'),
     atMs: z.number(),
     who: z.string().describe('token name (API) or user@host (command line)'),
-    via: z.enum(['api', 'cli']),
+    via: z.enum(['api', 'cli', 'library']).describe('library: connectFlock (runner/library/)'),
     action: auditActionSchema,
     schedule: z.string(),
     reason: z.string().describe(`why, as given; "\${NO_REASON}" when none was`),
     outcome: z.string().describe('what it did, in words (e.g. the occurrence key triggered)'),
+    version: z.coerce.number().int().optional().describe("upsert and delete: the stored schedule's version the change took"),
   })
   .register(apiSchemas, { id: 'AuditEntry' });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 
 /** What an action records: the reason may be left out (optional everywhere, as `kubectl cordon`'s). */
-export type AuditRecord = Omit<AuditEntry, 'id' | 'atMs' | 'reason'> & { reason?: string };
+export type AuditRecord = Omit<AuditEntry, 'id' | 'atMs' | 'reason' | 'version'> & { reason?: string };
 
 /**
  * Appends an entry; trims by count and by age. The one place that words a missing reason: an absent or blank

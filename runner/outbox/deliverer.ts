@@ -108,6 +108,15 @@ export class OutboxDeliverer {
     this.schedules = new Map(schedules.filter((s) => s.notify || s.heartbeat).map((s) => [s.name, { notify: s.notify, heartbeat: s.heartbeat }]));
   }
 
+  /** Changes some of the schedules this replica knows (stored schedules' changes); the others stay. */
+  changeSchedules(upserted: readonly ({ name: string } & OutboxSchedule)[], removed: readonly string[]): void {
+    for (const name of removed) this.schedules.delete(name);
+    for (const s of upserted) {
+      if (s.notify || s.heartbeat) this.schedules.set(s.name, { notify: s.notify, heartbeat: s.heartbeat });
+      else this.schedules.delete(s.name);
+    }
+  }
+
   /** Starts the read loop. */
   start(): void {
     this.schedule(0);

@@ -136,6 +136,40 @@ export class Keyspace {
   get definitionsVersion(): string {
     return `${this.ns}:defs:version`;
   }
+  /**
+   * HASH of one stored schedule (runner/store/): `def` (the definition as JSON, as a schedule file's entry),
+   * `version` (from {@link Keyspace.storeVersion}), `updatedAtMs` (Redis time), `by` (who wrote it).
+   */
+  storedSchedule(name: string): string {
+    return `${this.ns}:store:s:${name}`;
+  }
+  /** ZSET of the stored schedules' names, all scored 0: listed in name order by prefix and cursor (ZRANGEBYLEX). */
+  get storeIndex(): string {
+    return `${this.ns}:store:names`;
+  }
+  /** STRING: the flock's stored-schedule version counter; every upsert and removal takes the next value. */
+  get storeVersion(): string {
+    return `${this.ns}:store:version`;
+  }
+  /** STREAM of stored-schedule changes (`name`, `version`, `op` upsert|remove), capped: what replicas follow. */
+  get storeChanges(): string {
+    return `${this.ns}:store:changes`;
+  }
+  /** HASH tenant → how many stored schedules it has, kept by the store scripts (the per-tenant limit counts it). */
+  get storeTenantCounts(): string {
+    return `${this.ns}:store:tenants`;
+  }
+  /** ZSET of `<tenant>\0<name>` for every stored schedule with a tenant, all scored 0: listing by tenant (ZRANGEBYLEX). */
+  get storeTenantIndex(): string {
+    return `${this.ns}:store:by-tenant`;
+  }
+  /**
+   * HASH tenant → the most stored schedules it may have; field `*`: every tenant without its own. Absent: no
+   * limit. Set by `cronflock tenants set-limit`; read by the upsert script.
+   */
+  get storeTenantLimits(): string {
+    return `${this.ns}:store:tenant-limits`;
+  }
   /** HASH owner, token, until (Redis ms) of the flock-wide job lock `name` (runner/redis/job-locks.ts). */
   jobLock(name: string): string {
     return `${this.ns}:joblock:${name}`;

@@ -149,6 +149,17 @@ function contracts(now: number): Record<ScriptName, Contract> {
       argv: [OUTBOX_GROUP, '1-1', 'ok/c'],
       returns: 1,
     },
+    'store-upsert': {
+      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`],
+      argv: { name: 's', def: '{"name":"s"}', tenant: 'acme', ifVersion: 0, by: 'test', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000 },
+      returns: ['ok', 1, 1, expect.stringMatching(/^\d+-\d+$/)],
+    },
+    'store-remove': {
+      before: () => run('store-upsert', [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`], { name: 's', def: '{}', tenant: 't', ifVersion: -1, by: 't', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000 }),
+      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.storeTenantCounts, k.storeTenantIndex, `${k.ns}:audit`],
+      argv: { name: 's', ifVersion: -1, by: 't', via: 'cli', reason: '', maxLen: 1000, auditMaxLen: 1000 },
+      returns: ['ok', 2, expect.stringMatching(/^\d+-\d+$/)],
+    },
     'outbox-tick': { keys: [ob.summaries, ob.stream, ob.last, ob.consumers], argv: [ob.ratePrefix, 100, 'a#1', 60_000], returns: 0 },
   };
 }

@@ -60,6 +60,8 @@ export const SCRIPT_NAMES = [
   'outbox-settle',
   'outbox-complete',
   'outbox-tick',
+  'store-upsert',
+  'store-remove',
 ] as const;
 
 /** The name of a script: its file name without `.lua`. */

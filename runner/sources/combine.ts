@@ -1,5 +1,6 @@
 /**
- * One set of schedules from two sources: schedule files and the cluster's Schedule resources. Pure.
+ * One set of schedules from two sources: schedule files and the cluster's Schedule resources, with the names of
+ * the third (the stored schedules, runner/store/: applied by runner/sources/stored.ts). Pure.
  *
  * Rules (the files' rules, extended to Schedules; see loadSchedules in runner/config/load.ts):
  * - A schedule name is unique across the flock. A name defined more than once (two Schedules in different
@@ -11,6 +12,10 @@
  *   whose Schedule (same uid) is refused in a new generation or for a name conflict, keeps its running version
  *   (bad input never stops what works, and a newcomer cannot take a running schedule's name over). A deleted
  *   Schedule stops.
+ * - A name is owned by one source: a file or Schedule that defines a stored schedule's name is refused (naming
+ *   the store and the version); a running one keeps its running version by the rule above, and then the stored
+ *   schedule of that name is what is refused on this replica (runner/sources/sources.ts). The store itself
+ *   refuses an upsert of a name a live replica runs from a file or Schedule (lua/store-upsert.lua).
  */
 import { ConfigError } from '../config/errors.js';
 import type { CompiledSchedule, LoadResult } from '../config/load.js';
@@ -65,6 +70,8 @@ export function combineSources(input: {
   files?: LoadResult;
   cluster: readonly LoadedSchedule[];
   running: readonly SourcedSchedule[];
+  /** The stored schedules' names and versions (runner/store/); absent: none. */
+  stored?: ReadonlyMap<string, number>;
 }): Combined {
   const files: LoadResult = input.files ?? { schedules: [], errors: [], files: [], warnings: [] };
   const byName = new Map<string, Definer[]>();
@@ -97,6 +104,29 @@ export function combineSources(input: {
         conflicts.set(key, [...(conflicts.get(key) ?? []), `metadata.name: name "${name}" is also defined in ${others}; both are refused (names are unique across the flock's files and Schedules)`]);
       }
     }
+  }
+
+  const stored = input.stored ?? new Map<string, number>();
+  const storedWhere = (name: string): string => `the schedule store (stored schedule "${name}", version ${stored.get(name)})`;
+  for (const s of files.schedules) {
+    if (!stored.has(s.name)) continue;
+    refusedFiles.add(s.source.file);
+    fileErrors.push(
+      new ConfigError({
+        code: 'NAME_DUPLICATE',
+        file: s.source.file,
+        line: s.source.line,
+        col: s.source.col,
+        field: 'name',
+        reason: `name "${s.name}" is also defined in ${storedWhere(s.name)}; a name is owned by one source, so this file is refused`,
+        hint: 'rename the schedule, or remove the stored one first (flock.schedules.remove)',
+      }),
+    );
+  }
+  for (const l of input.cluster) {
+    if (!stored.has(l.name)) continue;
+    const key = refKey(l.ref);
+    conflicts.set(key, [...(conflicts.get(key) ?? []), `metadata.name: name "${l.name}" is also defined in ${storedWhere(l.name)}; a name is owned by one source, so this Schedule is refused`]);
   }
 
   const runs: SourcedSchedule[] = [];

@@ -1,7 +1,8 @@
 /**
  * Where a replica's schedules come from, and its reloads: schedule files (a path, watched: watch.ts) and the
  * cluster's Schedule resources (watched), combined by combine.ts into one set that goes to `Replica.reload`
- * whenever either changes, or on SIGHUP. The reload rules, which keep bad input from stopping what works:
+ * whenever either changes, or on SIGHUP; and the stored schedules (stored.ts), whose changes are applied
+ * incrementally (`Replica.applyChanges`), one at a time with the reloads. The reload rules, which keep bad input from stopping what works:
  * - reloads run one at a time, each reading the sources again;
  * - a file refused on reload keeps its previous (running) version, and its errors are logged with their
  *   positions (a schedule it defined that a valid file now defines is not kept twice); a refused Schedule
@@ -16,6 +17,8 @@ import type { Logger } from '../log.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
 import { watchSchedules } from './watch.js';
+import type { StoredSchedules } from './stored.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** Options of {@link ScheduleSources}. */
 export interface ScheduleSourcesOptions {
@@ -23,6 +26,8 @@ export interface ScheduleSourcesOptions {
   path?: string;
   /** The cluster's Schedules; undefined: files only. */
   cluster?: ScheduleSource;
+  /** The stored schedules (loaded); undefined: none. */
+  stored?: StoredSchedules;
   log: Logger;
 }
 
@@ -35,6 +40,8 @@ export class ScheduleSources {
   /** Called after each compose that was applied (initial and reloads): the status reporter listens. */
   onApplied: ((c: Combined) => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** The stored schedules this replica runs (names). */
+  private storedRunning = new Set<string>();
   /** Stops the file watch (none: nothing watched). */
   private stopFileWatch: () => void = () => undefined;
 
@@ -48,12 +55,61 @@ export class ScheduleSources {
   async compose(): Promise<Combined> {
     const files = this.options.path !== undefined ? await loadSchedules(this.options.path) : undefined;
     const cluster = this.options.cluster ? await this.options.cluster.load() : [];
-    const c = combineSources({ ...(files ? { files } : {}), cluster, running: this.running });
-    if (!this.options.cluster && c.runs.length === 0 && this.running.length > 0) {
+    const stored = this.options.stored ? new Map([...this.options.stored.applied].map(([n, a]) => [n, a.version])) : undefined;
+    const c = combineSources({ ...(files ? { files } : {}), cluster, running: this.running, ...(stored ? { stored } : {}) });
+    if (!this.options.cluster && this.options.path !== undefined && c.runs.length === 0 && this.running.length > 0) {
       this.options.log.error('reload found no valid schedules; keeping the running ones');
       return { ...c, runs: this.running };
     }
     return c;
+  }
+
+  /** Adds the stored schedules (loaded) as a source; call {@link compose} again after it. */
+  setStored(stored: StoredSchedules): void {
+    this.options.stored = stored;
+  }
+
+  /**
+   * Everything the replica runs for the combination `c`: its files and Schedules, and the stored schedules
+   * whose names those do not run (a name a file or Schedule runs is refused for the store on this replica:
+   * logged, naming the source).
+   */
+  withStored(c: Combined): CompiledSchedule[] {
+    const runs = c.runs.map((r) => r.schedule);
+    const owned = new Map(runs.map((s) => [s.name, s]));
+    const stored = (this.options.stored?.schedules() ?? []).filter((s) => {
+      const other = owned.get(s.name);
+      if (other) this.refuseStored(s.name, other);
+      return !other;
+    });
+    this.storedRunning = new Set(stored.map((s) => s.name));
+    return [...runs, ...stored];
+  }
+
+  private refuseStored(name: string, other: CompiledSchedule): void {
+    this.options.log.error({ schedule: name, source: `${other.source.file}:${other.source.line}` }, `stored schedule "${name}" refused on this replica: the name is defined by ${other.source.file}:${other.source.line}:${other.source.col} (a name is owned by one source)`);
+  }
+
+  /**
+   * Applies changes of stored schedules to `replica` (one at a time with the reloads), leaving out names a file
+   * or Schedule runs here. A failure is logged and changes nothing.
+   */
+  applyStored(replica: Replica, upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
+    this.reloading = this.reloading.then(async () => {
+      const owned = new Map(this.running.map((r) => [r.schedule.name, r.schedule]));
+      const up = upserted.filter((s) => {
+        const other = owned.get(s.name);
+        if (other) this.refuseStored(s.name, other);
+        return !other;
+      });
+      const rm = removed.filter((n) => this.storedRunning.has(n));
+      await replica.applyChanges(up, rm);
+      for (const n of rm) this.storedRunning.delete(n);
+      for (const s of up) this.storedRunning.add(s.name);
+    });
+    const p = this.reloading;
+    this.reloading = p.catch((err: Error) => this.options.log.error({ err: err.message }, 'applying stored schedule changes failed'));
+    return p;
   }
 
   /** Records `c` as what runs (after the replica started or reloaded with it) and tells the listener. */
@@ -76,7 +132,7 @@ export class ScheduleSources {
         for (const v of c.cluster) {
           if (v.state !== 'runs') log.error({ schedule: v.loaded.name, object: `${v.loaded.ref.namespace}/${v.loaded.ref.name}`, generation: v.loaded.generation, state: v.state }, `Schedule refused: ${v.messages.join('; ')}`);
         }
-        const diff = await replica.reload(c.runs.map((r) => r.schedule)); // logs 'schedules reloaded' when something changed
+        const diff = await replica.reload(this.withStored(c)); // logs 'schedules reloaded' when something changed
         this.applied(c);
         const changed = diff.added.length + diff.changed.length + diff.removed.length > 0;
         if (c.refusedFiles.length > 0) log.warn({ why, refused: c.refusedFiles }, `reload: ${c.refusedFiles.length} file(s) refused; their running versions go on`);
@@ -94,10 +150,12 @@ export class ScheduleSources {
     if (this.options.cluster) this.options.cluster.onChange = () => void this.reload(replica, 'Schedules changed');
     if (watchFiles && this.options.path !== undefined) this.stopFileWatch = watchSchedules(this.options.path, () => void this.reload(replica, 'file changed'));
     process.on('SIGHUP', () => void this.reload(replica, 'SIGHUP'));
+    this.options.stored?.follow((up, rm) => this.applyStored(replica, up, rm));
   }
 
-  /** Stops watching the schedule files (the cluster's watch stops with its source; SIGHUP still reloads). */
-  unwatch(): void {
+  /** Stops watching the schedule files and following the stored schedules (the cluster's watch stops with its source; SIGHUP still reloads). */
+  async unwatch(): Promise<void> {
     this.stopFileWatch();
+    void this.options.stored?.stop(); // its connection is closed by its owner, which ends a blocked read
   }
 }

@@ -10,6 +10,8 @@ import type { ScheduleSource } from '../kubernetes/source.js';
 import { watchesSchedules, type WatchMode } from '../kubernetes/watch-mode.js';
 import type { Combined } from './combine.js';
 import { ScheduleSources } from './sources.js';
+import type { StoredSchedules } from './stored.js';
+import type { CompiledSchedule } from '../config/load.js';
 
 /** The `start` flags this needs. */
 export interface StartSourcesOptions {
@@ -29,8 +31,12 @@ export interface StartSourcesOptions {
 
 /** What `start` gets: the first combination, the subscription to the replica's events, and the lifecycle. */
 export interface StartedSources {
-  /** The first combination of the sources (what the replica starts with). */
-  first: Combined;
+  /** The first combination of the files and Schedules (again after {@link addStored}). */
+  readonly first: Combined;
+  /** Adds the stored schedules (loaded from Redis) and combines the sources again. */
+  addStored(stored: StoredSchedules): Promise<void>;
+  /** What the replica starts with: {@link first}'s schedules and the stored ones whose names those do not run. */
+  schedules(): CompiledSchedule[];
   /** True when Schedules from the cluster are watched. */
   watchingCluster: boolean;
   /** Subscribes the Schedules' status and Events to the replica's events (before `Replica.start`, to miss none). */
@@ -62,7 +68,7 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
     log: o.log,
   });
   const sources = new ScheduleSources({ ...(o.path !== undefined ? { path: o.path } : {}), ...(cluster ? { cluster: cluster.source } : {}), log: o.log });
-  const first = await sources.compose();
+  let first = await sources.compose();
   let reporter: KubernetesReporter | undefined;
   if (cluster && k8s) {
     const [, { EventRecorder }, { KubernetesReporter }, { StatusWriter }] = k8s;
@@ -73,7 +79,14 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
     sources.onApplied = (c) => reporter!.applied(c);
   }
   return {
-    first,
+    get first() {
+      return first;
+    },
+    async addStored(stored) {
+      sources.setStored(stored);
+      first = await sources.compose();
+    },
+    schedules: () => sources.withStored(first),
     watchingCluster: cluster !== undefined,
     subscribe(events) {
       if (!reporter) return;
@@ -86,7 +99,7 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
       sources.watch(replica, watchFiles);
     },
     async stopWatching() {
-      sources.unwatch();
+      await sources.unwatch();
       await cluster?.source.stop();
     },
     async stop() {

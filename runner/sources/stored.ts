@@ -1,0 +1,179 @@
+/**
+ * The third source of a replica's schedules: the stored schedules (runner/store/), read in full at start and
+ * then followed through the change stream, incrementally.
+ *
+ * - At start: the id of the stream's latest entry is read first, then every stored schedule (so a change made
+ *   while reading is seen again, never lost).
+ * - Then the stream is followed with XREAD BLOCK on a connection of its own: only the names it carries are read
+ *   again (their versions decide: an older version than the one applied changes nothing), and only those
+ *   schedules change on the replica (engine/replica.ts `applyChanges`: a changed one applies from its next due
+ *   time, a removed one stops after its running occurrence).
+ * - A trimmed stream (the reader fell further behind than the stream keeps) falls back to a full read, applied
+ *   as the difference from what runs.
+ * - A stored definition this replica cannot compile (e.g. a job kind it does not know yet: an older replica in a
+ *   rollout) is logged and left out; the replicas that know it run it.
+ */
+import type { CompiledSchedule } from '../config/load.js';
+import type { Logger } from '../log.js';
+import { checkDefinition } from '../store/definition.js';
+import { ScheduleStore, type StoredSchedule } from '../store/store.js';
+import { connectWorker, type RedisTlsFiles } from '../redis/connect.js';
+import { Keyspace } from '../redis/keys.js';
+import { sleep } from '../time/wait.js';
+
+/** A stored schedule compiled, with its version. */
+export interface AppliedStored {
+  schedule: CompiledSchedule;
+  version: number;
+}
+
+/** What {@link StoredSchedules.follow} hands to the replica: compiled upserts and removed names. */
+export type StoredChangeHandler = (upserted: CompiledSchedule[], removed: string[]) => Promise<void>;
+
+/** How long one XREAD blocks (ms): bounds how long a stop waits for the follower. */
+const BLOCK_MS = 2_000;
+/** Changes read per XREAD. */
+const BATCH = 1_000;
+
+/** The stored schedules of one replica; see the module docs. */
+export class StoredSchedules {
+  /** What is applied now, by name. */
+  readonly applied = new Map<string, AppliedStored>();
+  private lastId = '0-0';
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  /** Full reads after a trimmed stream (for tests and logs). */
+  fullReads = 0;
+
+  constructor(
+    /** Reads the store; for {@link load}. */
+    private readonly store: ScheduleStore,
+    /** The same store on a connection of its own: XREAD BLOCK holds it. */
+    private readonly follower: ScheduleStore,
+    private readonly log: Logger,
+    private readonly opts: { baseDir?: string } = {},
+  ) {}
+
+  /** Reads every stored schedule (the stream position first). @returns what to run. */
+  async load(): Promise<CompiledSchedule[]> {
+    this.lastId = await this.store.lastChangeId();
+    const all = await this.store.all();
+    this.applied.clear();
+    for (const c of await this.compileAll(all)) this.applied.set(c.schedule.name, c);
+    return this.schedules();
+  }
+
+  /** The stored schedules applied now. */
+  schedules(): CompiledSchedule[] {
+    return [...this.applied.values()].map((a) => a.schedule);
+  }
+
+  /**
+   * Follows the change stream until {@link stop}, handing each batch of changes to `apply` (one batch at a time).
+   * Redis errors are logged and retried after a second.
+   */
+  follow(apply: StoredChangeHandler): void {
+    this.loop ??= (async () => {
+      while (!this.stopped) {
+        try {
+          const { changes, trimmed } = await this.follower.changesAfter(this.lastId, { blockMs: BLOCK_MS, count: BATCH });
+          if (this.stopped) break;
+          if (trimmed) {
+            await this.fullRead(apply);
+            continue;
+          }
+          if (changes.length === 0) continue;
+          this.lastId = changes[changes.length - 1]!.id;
+          const names = [...new Set(changes.map((c) => c.name))];
+          const found = new Map((await this.store.getMany(names)).map((s) => [s.name, s]));
+          const upserted: StoredSchedule[] = [];
+          const removed: string[] = [];
+          for (const name of names) {
+            const s = found.get(name);
+            const have = this.applied.get(name);
+            if (!s) {
+              if (have) removed.push(name);
+            } else if (!have || s.version > have.version) upserted.push(s);
+          }
+          await this.applyDiff(upserted, removed, apply);
+        } catch (err) {
+          if (this.stopped) break;
+          this.log.warn({ err: (err as Error).message }, 'following the stored schedules failed; retrying');
+          await sleep(1_000);
+        }
+      }
+    })();
+  }
+
+  /** Stops following (waits up to one XREAD block). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  /** After a trimmed stream: reads everything and applies the difference from what runs. */
+  private async fullRead(apply: StoredChangeHandler): Promise<void> {
+    this.fullReads++;
+    this.log.warn({ after: this.lastId }, 'the stored schedules\' change stream was trimmed past this replica; reading every stored schedule again');
+    this.lastId = await this.store.lastChangeId();
+    const all = await this.store.all();
+    const names = new Set(all.map((s) => s.name));
+    const removed = [...this.applied.keys()].filter((n) => !names.has(n));
+    const upserted = all.filter((s) => (this.applied.get(s.name)?.version ?? -1) < s.version);
+    await this.applyDiff(upserted, removed, apply);
+  }
+
+  private async applyDiff(upserted: readonly StoredSchedule[], removed: readonly string[], apply: StoredChangeHandler): Promise<void> {
+    const compiled = await this.compileAll(upserted);
+    // A definition that no longer compiles here stops here (as a removal) rather than running an older version.
+    const failed = upserted.filter((s) => !compiled.some((c) => c.schedule.name === s.name) && this.applied.has(s.name)).map((s) => s.name);
+    const gone = [...removed, ...failed];
+    if (compiled.length === 0 && gone.length === 0) return;
+    await apply(compiled.map((c) => c.schedule), gone);
+    for (const name of gone) this.applied.delete(name);
+    for (const c of compiled) this.applied.set(c.schedule.name, c);
+  }
+
+  private async compileAll(list: readonly StoredSchedule[]): Promise<AppliedStored[]> {
+    const out: AppliedStored[] = [];
+    for (const s of list) {
+      const r = await checkDefinition(s.definition, this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {});
+      if (r.ok) out.push({ schedule: r.schedule, version: s.version });
+      else this.log.error({ schedule: s.name, version: s.version, problems: r.error.problems }, `stored schedule cannot run on this replica: ${r.error.message}`);
+    }
+    return out;
+  }
+}
+
+/**
+ * Opens the stored schedules of a flock for one replica: two connections (reads; the follower's XREAD BLOCK),
+ * which queue commands until Redis answers (a replica may start before Redis), and the first full read.
+ * @returns the source and a function that stops following and closes its connections.
+ */
+export async function openStoredSchedules(p: {
+  redisUrl: string;
+  redisTls?: RedisTlsFiles;
+  namespace: string;
+  replica: string;
+  log: Logger;
+  baseDir?: string;
+}): Promise<{ stored: StoredSchedules; close: () => Promise<void> }> {
+  const keys = new Keyspace(p.namespace);
+  const reads = connectWorker(p.redisUrl, `cronflock:${p.replica}:store`, p.redisTls);
+  const follow = connectWorker(p.redisUrl, `cronflock:${p.replica}:store-follow`, p.redisTls);
+  for (const c of [reads, follow]) c.on('error', (err: Error) => p.log.debug({ err: err.message }, 'redis connection error (stored schedules)'));
+  const opts = p.baseDir !== undefined ? { baseDir: p.baseDir } : {};
+  const stored = new StoredSchedules(new ScheduleStore(reads, keys, opts), new ScheduleStore(follow, keys, opts), p.log, opts);
+  const close = async (): Promise<void> => {
+    follow.disconnect(); // ends a blocked XREAD at once
+    await stored.stop();
+    reads.disconnect();
+  };
+  try {
+    await stored.load();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { stored, close };
+}

@@ -1,0 +1,243 @@
+/**
+ * Stored schedules through the HTTP API and the command line (issue 19, points 3 and 5), on a real redis-server
+ * with a real replica process (it runs a schedule file, so its names are owned by that file) and the real CLI
+ * (`bin/cronflock.js`, from dist/: `npm run build` first):
+ * - PUT/DELETE /api/v1/schedules/{name}: 401 without a token, 403 for a viewer, 422 with every problem, 412 on a
+ *   stale If-Match, 409 naming the file that owns the name, 404 in the error envelope; each change audited (via
+ *   api, who, version);
+ * - tenant and labels: the API's list and the library's list filter by them; a tenant at its limit is refused
+ *   (409 naming its limit and count);
+ * - `cronflock apply -f`: a file with one bad schedule, or one name owned by the file of a replica, stores
+ *   nothing; a good one stores all (audited via cli); `cronflock delete`, refused whole for a name not stored;
+ *   `cronflock list --tenant`, `cronflock tenants set-limit`.
+ */
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadTokenFile } from '../../runner/api/auth.js';
+import { startDashboard, type Dashboard } from '../../runner/api/dashboard.js';
+import { readAudit } from '../../runner/history/audit.js';
+import { connectFlock, type Flock as LibFlock } from '../../runner/library/index.js';
+import { Keyspace } from '../../runner/redis/keys.js';
+import { Flock, until } from '../support/flock.js';
+import { OPERATOR_TOKEN, VIEWER_TOKEN } from '../support/dashboard-flock.js';
+import { BIN, ROOT } from '../support/replica.js';
+
+let flock: Flock;
+let api: Dashboard;
+let lib: LibFlock;
+const keys = new Keyspace();
+
+const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; etag: string | null }> {
+  const r = await fetch(new URL(path, api.url), {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : undefined, etag: r.headers.get('etag') };
+}
+const op = bearer(OPERATOR_TOKEN);
+const def = (extra: Record<string, unknown> = {}) => ({ cron: '0 3 * * *', job: { kind: 'http', url: 'http://127.0.0.1:1/x' }, ...extra });
+
+/** Runs the CLI against the flock's Redis; returns its exit code and output. */
+function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, CRONFLOCK_LOG_LEVEL: 'warn' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+beforeAll(async () => {
+  flock = await Flock.start();
+  const file = flock.writeSchedules(`schedules:\n  - {name: file-owned, cron: "0 0 1 1 *", job: {kind: http, url: "${flock.receiver.url}/x"}}\n`);
+  await flock.startReplica({ name: 'r1', schedules: file });
+  const tokens = join(flock.dir, 'tokens.yaml');
+  writeFileSync(tokens, `tokens:\n  - {name: alice, role: operator, token: ${OPERATOR_TOKEN}}\n  - {name: bob, role: viewer, token: ${VIEWER_TOKEN}}\n`);
+  api = await startDashboard({ redisUrl: flock.redis.url, namespace: 'cronflock', listen: { host: '127.0.0.1', port: 0 }, version: 'test', rules: loadTokenFile(tokens) });
+  lib = await connectFlock({ redis: flock.redis.url, by: 'app' });
+  // the replica published its file's schedule: the name is owned
+  await until(async () => (await flock.redisClient.hget(keys.definitions, 'file-owned')) !== null, 30_000, 'file-owned published');
+}, 90_000);
+afterAll(async () => {
+  await lib?.close();
+  await api?.close();
+  await flock?.close();
+});
+
+describe('PUT and DELETE /api/v1/schedules/{name}', () => {
+  it('needs the operator token: 401 without one, 403 for a viewer, and nothing is stored', async () => {
+    expect((await call('PUT', '/api/v1/schedules/p1', def())).status).toBe(401);
+    const viewer = await call('PUT', '/api/v1/schedules/p1', def(), bearer(VIEWER_TOKEN));
+    expect(viewer.status).toBe(403);
+    expect(viewer.body.error.code).toBe('FORBIDDEN');
+    expect((await call('DELETE', '/api/v1/schedules/p1', undefined, bearer(VIEWER_TOKEN))).status).toBe(403);
+    expect(await lib.schedules.get('p1')).toBeUndefined();
+  });
+
+  it('stores with a version (ETag), compare-and-set on If-Match (412 with the current version), audited via api', async () => {
+    const a = await call('PUT', '/api/v1/schedules/p1', { ...def(), reason: 'onboarding' }, op);
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({ name: 'p1', changed: true });
+    expect(a.etag).toBe(`"${a.body.version}"`);
+    const stale = await call('PUT', '/api/v1/schedules/p1', def({ cron: '0 4 * * *' }), { ...op, 'if-match': `"${a.body.version + 100}"` });
+    expect(stale.status).toBe(412);
+    expect(stale.body.error).toMatchObject({ code: 'VERSION_CONFLICT', version: a.body.version });
+    expect((await lib.schedules.get('p1'))!.definition.cron).toBe('0 3 * * *');
+    const b = await call('PUT', '/api/v1/schedules/p1', def({ cron: '0 4 * * *' }), { ...op, 'if-match': a.etag! });
+    expect(b.status).toBe(200);
+    expect(b.body.version).toBeGreaterThan(a.body.version);
+    expect((await call('PUT', '/api/v1/schedules/p1', def(), { ...op, 'if-none-match': '*' })).status).toBe(412);
+    const audit = (await readAudit(flock.redisClient, keys, { limit: 50, schedule: 'p1' })).items;
+    expect(audit.map((e) => [e.action, e.via, e.who, e.version])).toEqual([
+      ['upsert', 'api', 'alice', b.body.version],
+      ['upsert', 'api', 'alice', a.body.version],
+    ]);
+    expect(audit[1]!.reason).toBe('onboarding');
+  });
+
+  it('refuses a bad definition whole with 422 and every problem {field, reason, hint}; unknown fields too', async () => {
+    const r = await call('PUT', '/api/v1/schedules/p2', { cron: '61 * * * *', jitter: 'soon', job: { kind: 'http' }, retriez: 3 }, op);
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe('SCHEDULE_INVALID');
+    const fields = r.body.error.problems.map((p: any) => p.field);
+    expect(fields).toEqual(expect.arrayContaining(['cron', 'jitter', 'retriez']));
+    for (const p of r.body.error.problems) expect(typeof p.reason).toBe('string');
+    expect(r.body.error.problems.some((p: any) => typeof p.hint === 'string')).toBe(true);
+    expect((await call('PUT', '/api/v1/schedules/p2', { ...def(), name: 'other' }, op)).status).toBe(422);
+    expect((await call('PUT', '/api/v1/schedules/p2', '[1]', op)).status).toBe(422);
+    expect((await call('PUT', '/api/v1/schedules/p2', 'not json', op)).status).toBe(400);
+    expect(await lib.schedules.get('p2')).toBeUndefined();
+  });
+
+  it('refuses with 409 a name a schedule file of a live replica owns, naming that file', async () => {
+    const r = await call('PUT', '/api/v1/schedules/file-owned', def(), op);
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('NAME_OWNED');
+    expect(r.body.error.message).toContain('schedules.yaml');
+    expect(r.body.error.source).toContain('schedules.yaml');
+    expect(await lib.schedules.get('file-owned')).toBeUndefined();
+  });
+
+  it('deletes (audited via api); 404 in the error envelope when not stored; unknown body fields refused', async () => {
+    await call('PUT', '/api/v1/schedules/p3', def(), op);
+    expect((await call('DELETE', '/api/v1/schedules/p3', { reasn: 'x' }, op)).status).toBe(400);
+    const d = await call('DELETE', '/api/v1/schedules/p3', { reason: 'customer left' }, op);
+    expect(d.status).toBe(200);
+    expect(await lib.schedules.get('p3')).toBeUndefined();
+    const again = await call('DELETE', '/api/v1/schedules/p3', undefined, op);
+    expect(again.status).toBe(404);
+    expect(again.body.error).toMatchObject({ code: 'NOT_FOUND' });
+    const owned = await call('DELETE', '/api/v1/schedules/file-owned', undefined, op);
+    expect(owned.status).toBe(404);
+    expect(owned.body.error.message).toContain('schedules.yaml');
+    const [e] = (await readAudit(flock.redisClient, keys, { limit: 200, schedule: 'p3' })).items;
+    expect(e).toMatchObject({ action: 'delete', via: 'api', who: 'alice', version: d.body.version, reason: 'customer left' });
+  });
+});
+
+describe('tenants and labels', () => {
+  it('the library and the API list by tenant and label; the library audits via library', async () => {
+    const up = await lib.schedules.upsert({ name: 't-acme-1', ...def({ tenant: 'acme', labels: { plan: 'gold' } }) } as never);
+    expect(up.ok).toBe(true);
+    await lib.schedules.upsert({ name: 't-acme-2', ...def({ tenant: 'acme', labels: { plan: 'free' } }) } as never);
+    await lib.schedules.upsert({ name: 't-bolt-1', ...def({ tenant: 'bolt', labels: { plan: 'gold' } }) } as never);
+    expect((await lib.schedules.list({ tenant: 'acme' })).items.map((s) => s.name)).toEqual(['t-acme-1', 't-acme-2']);
+    expect((await lib.schedules.list({ labels: { plan: 'gold' } })).items.map((s) => s.name)).toEqual(['t-acme-1', 't-bolt-1']);
+    const [e] = (await readAudit(flock.redisClient, keys, { limit: 200, schedule: 't-acme-1' })).items;
+    expect(e).toMatchObject({ action: 'upsert', via: 'library', who: 'app', version: up.ok && up.version });
+    // the API lists what the replicas run: the replica picks the stored schedules up from the change stream
+    const names = async (q: string) => (await call('GET', `/api/v1/schedules?${q}`)).body.items.map((s: any) => s.name);
+    await until(async () => (await names('tenant=acme')).length === 2, 30_000, 'replica runs the stored schedules');
+    expect(await names('tenant=acme')).toEqual(['t-acme-1', 't-acme-2']);
+    expect(await names('tenant=acme&label=plan=gold')).toEqual(['t-acme-1']);
+    expect(await names('label=plan=gold')).toEqual(['t-acme-1', 't-bolt-1']);
+    const one = (await call('GET', '/api/v1/schedules?tenant=bolt')).body.items[0];
+    expect(one).toMatchObject({ tenant: 'bolt', labels: { plan: 'gold' } });
+    expect((await call('GET', '/api/v1/schedules?label=plan')).status).toBe(400);
+  });
+
+  it('refuses an upsert past the tenant limit set by cronflock tenants set-limit, naming the tenant, its limit and count (API: 409)', async () => {
+    const set = cli('tenants', 'set-limit', 'lim', '2');
+    expect(set.stderr).toBe('');
+    expect(set.status).toBe(0);
+    expect((await call('PUT', '/api/v1/schedules/lim-1', def({ tenant: 'lim' }), op)).status).toBe(200);
+    expect((await call('PUT', '/api/v1/schedules/lim-2', def({ tenant: 'lim' }), op)).status).toBe(200);
+    const r = await call('PUT', '/api/v1/schedules/lim-3', def({ tenant: 'lim' }), op);
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatchObject({ code: 'TENANT_LIMIT', tenant: 'lim', limit: 2, count: 2 });
+    expect(r.body.error.message).toContain('cronflock tenants set-limit lim');
+    const lr = await lib.schedules.upsert({ name: 'lim-3', ...def({ tenant: 'lim' }) } as never);
+    expect(!lr.ok && lr.error.code).toBe('TENANT_LIMIT');
+    const list = cli('tenants', 'list', '--json');
+    expect(JSON.parse(list.stdout).tenants).toEqual(expect.arrayContaining([{ tenant: 'lim', count: 2, limit: 2, defaultLimit: false }]));
+  });
+});
+
+describe('cronflock apply -f and delete', () => {
+  it('stores nothing from a file with one bad schedule, nor from one that names a schedule another file owns', () => {
+    const bad = flock.writeSchedules(
+      `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: c-bad, cron: "0 1 * * *", group: nope, job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
+      'bad.yaml',
+    );
+    const r = cli('apply', '-f', bad);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/bad\.yaml:\d+:\d+.*schedules\[1\]\.group/);
+    expect(r.stderr).toContain('nothing was stored');
+    // valid as a file, but not as stored schedules: a group belongs to its file
+    const grouped = flock.writeSchedules(
+      `groups:\n  g: {maxConcurrent: 1}\nschedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: c-grouped, cron: "0 1 * * *", group: g, job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
+      'grouped.yaml',
+    );
+    const g = cli('apply', '-f', grouped);
+    expect(g.status).toBe(2);
+    expect(g.stderr).toMatch(/grouped\.yaml:\d+: schedule "c-grouped": group/);
+    const owned = flock.writeSchedules(
+      `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: file-owned, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
+      'owned.yaml',
+    );
+    const o = cli('apply', '-f', owned);
+    expect(o.status).toBe(2);
+    expect(o.stderr).toMatch(/file-owned" is defined by .*schedules\.yaml/);
+    const over = flock.writeSchedules(
+      `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: lim-9, tenant: lim, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
+      'over.yaml',
+    );
+    const ov = cli('apply', '-f', over);
+    expect(ov.status).toBe(2);
+    expect(ov.stderr).toContain('tenant "lim"');
+    expect(cli('list', '--prefix', 'c-', '--json').stdout.trim()).toBe('[]');
+  });
+
+  it('stores every schedule of a good file (audited via cli with the version), lists by tenant, and deletes (refused whole for a name not stored)', async () => {
+    const good = flock.writeSchedules(
+      `schedules:\n  - {name: c-ok-1, tenant: zeta, labels: {plan: gold}, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: c-ok-2, cron: "0 2 * * *", job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
+      'good.yaml',
+    );
+    const r = cli('apply', '-f', good, '--json', '--reason', 'release 42');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.map((x: any) => [x.name, x.stored])).toEqual([
+      ['c-ok-1', true],
+      ['c-ok-2', true],
+    ]);
+    const [e] = (await readAudit(flock.redisClient, keys, { limit: 200, schedule: 'c-ok-1' })).items;
+    expect(e).toMatchObject({ action: 'upsert', via: 'cli', version: out[0].version, reason: 'release 42' });
+    expect(e!.who).toMatch(/@/);
+    expect(JSON.parse(cli('list', '--tenant', 'zeta', '--json').stdout).map((s: any) => s.name)).toEqual(['c-ok-1']);
+    expect(JSON.parse(cli('list', '--label', 'plan=gold', '--prefix', 'c-', '--json').stdout).map((s: any) => s.name)).toEqual(['c-ok-1']);
+    const refused = cli('delete', 'c-ok-1', 'c-nope');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('c-nope');
+    expect(await lib.schedules.get('c-ok-1')).toBeDefined();
+    const d = cli('delete', 'c-ok-1', 'c-ok-2');
+    expect(d.status).toBe(0);
+    expect(await lib.schedules.get('c-ok-1')).toBeUndefined();
+    expect(await lib.schedules.get('c-ok-2')).toBeUndefined();
+    const [de] = (await readAudit(flock.redisClient, keys, { limit: 200, schedule: 'c-ok-2' })).items;
+    expect(de).toMatchObject({ action: 'delete', via: 'cli' });
+    expect((await lib.tenants.list()).tenants.find((t) => t.tenant === 'zeta')).toBeUndefined();
+  });
+});
