@@ -129,6 +129,10 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   // Without a path (and without Schedules from the cluster) the replica runs the stored schedules alone
   // (runner/store/), however many there are now: they may be added at any time.
   if (first.runs.length === 0 && !sources.watchingCluster && path !== undefined) throw new CliError(`no valid schedules in ${path}; nothing to run`);
+  if (path === undefined && !sources.watchingCluster && o.redis === undefined) {
+    // A private redis-server holds no stored schedules: nothing could ever run.
+    throw new CliError('no schedule path and no --redis (or REDIS_URL): give a schedule file or directory, or the Redis of a flock whose stored schedules to run');
+  }
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
   let closeStored: (() => Promise<void>) | undefined;
   const schedules = first.runs.map((r) => r.schedule);
