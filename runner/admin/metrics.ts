@@ -84,6 +84,8 @@ export class Metrics {
    * pass: a replica nobody scrapes builds none, and one scraped every 15 s builds it once per scrape at most.
    */
   private scheduleText: Promise<readonly Buffer[]> | undefined;
+  /** Whether a scrape asked for the text since it was last built (then the next pass builds it at once). */
+  private scheduleTextWanted = false;
   private readonly replicaLabel: string;
 
   /**
@@ -207,24 +209,31 @@ export class Metrics {
 
   /**
    * Takes the per-schedule health `rows` (already chosen by `--schedule-metrics`) of a cache pass and sets the
-   * totals. The text of the gauges ({@link SCHEDULE_GAUGES}) is built from the rows at the next scrape
-   * ({@link render}), not here: rebuilding 100,000 schedules' series after every pass (every 2 s) cost a
-   * fifth of a core and ~50 MB of text, scraped or not.
+   * totals. The text of the gauges ({@link SCHEDULE_GAUGES}) starts to be built here, in slices, when a scrape
+   * asked for it since the last pass (a scrape meanwhile waits for it); otherwise at the next scrape
+   * ({@link render}). A replica nobody scrapes builds none: rebuilding 100,000 schedules' series
+   * after every pass (every 2 s) cost a fifth of a core and ~30 MB of text, scraped or not.
+   * One call at a time (the cache's loop calls it after each pass).
    */
   async setScheduleHealth(rows: readonly ScheduleHealthRow[], totals: ScheduleHealthTotals): Promise<void> {
     for (const [health, n] of Object.entries(totals)) this.schedules.set({ health }, n);
     this.scheduleRows = rows;
-    this.scheduleText = undefined;
+    if (this.scheduleTextWanted) {
+      // Not awaited: the cache's loop (its PING, which readiness watches) does not wait for the text.
+      this.scheduleTextWanted = false;
+      this.scheduleText = this.buildScheduleHealthText(rows);
+    } else {
+      this.scheduleText = undefined;
+    }
   }
 
-  /**
-   * The text of the per-schedule health gauges for the latest rows, built once per pass, yielding to the event
-   * loop every {@link SERIES_PER_SLICE} series (claims go on meanwhile).
-   */
+  /** The text of the per-schedule health gauges for the latest rows (built now if the last pass did not). */
   private scheduleHealthText(): Promise<readonly Buffer[]> {
+    this.scheduleTextWanted = true;
     return (this.scheduleText ??= this.buildScheduleHealthText(this.scheduleRows));
   }
 
+  /** Builds the text of `rows`, yielding to the event loop every {@link SERIES_PER_SLICE} series. */
   private async buildScheduleHealthText(rows: readonly ScheduleHealthRow[]): Promise<readonly Buffer[]> {
     // Kept as bytes, a slice at a time: joining 600,000 lines into one string blocked the event loop ~200 ms.
     const chunks: Buffer[] = [];
