@@ -95,6 +95,9 @@ async function importHere(p: CompiledModuleJob, signal: AbortSignal): Promise<Us
   }
 }
 
+/** One frozen limits object per distinct (loadTimeout, memoryLimitMb), shared by the compiled jobs that have them. */
+const sharedLimits = new Map<string, SandboxLimits>();
+
 /** Memo key of a check: the same file with the same limits is checked once per load. */
 const checkKey = (file: string, l: SandboxLimits): string => `module-check\u0000${file}\u0000${l.loadTimeoutMs}\u0000${l.memoryLimitMb}`;
 
@@ -109,13 +112,19 @@ export const moduleJob: JobKind<ModuleJobParams, CompiledModuleJob> = {
    */
   async compile(p, ctx) {
     const file = isAbsolute(p.path) ? p.path : resolve(ctx.baseDir, p.path);
-    try {
-      await access(file);
-    } catch {
-      throw new JobCompileError(`module ${p.path}: not found (${file})`, ['path']);
+    // Once per file and load: 100,000 schedules of one module file looked it up 100,000 times.
+    const existsKey = `module-exists\u0000${file}`;
+    let exists = ctx.memo?.get(existsKey) as Promise<boolean> | undefined;
+    if (!exists) {
+      exists = access(file).then(() => true, () => false);
+      ctx.memo?.set(existsKey, exists);
     }
-    const limits: SandboxLimits = { loadTimeoutMs: p.loadTimeout, memoryLimitMb: p.memoryLimitMb };
-    const key = checkKey(file, limits);
+    if (!(await exists)) throw new JobCompileError(`module ${p.path}: not found (${file})`, ['path']);
+    const key = checkKey(file, { loadTimeoutMs: p.loadTimeout, memoryLimitMb: p.memoryLimitMb });
+    // Schedules with the same limits share one limits object (compiled jobs are read, never changed).
+    const limitsKey = `${p.loadTimeout}\u0000${p.memoryLimitMb}`;
+    let limits = sharedLimits.get(limitsKey);
+    if (!limits) sharedLimits.set(limitsKey, (limits = Object.freeze({ loadTimeoutMs: p.loadTimeout, memoryLimitMb: p.memoryLimitMb })));
     let check = ctx.memo?.get(key) as Promise<void> | undefined;
     if (!check) {
       check = checkModule(file, limits);

@@ -4,7 +4,7 @@
  *
  * The flock-wide gauges come from the admin server's cache (flock-wide-cache.ts), so rendering never sends a
  * Redis command. The per-schedule health series (`cronflock_schedule_*`, schedule-health.ts) are built as text
- * once per cache pass, in slices, rather than by prom-client at every rendering: prom-client took 1.3–1.7 s of
+ * at most once per cache pass, at the first scrape after it, in slices, rather than by prom-client at every rendering: prom-client took 1.3–1.7 s of
  * blocked event loop to render 50,000 series (claims wait meanwhile); building the same text takes ~90 ms, cut
  * into slices of a few ms. Which schedules get them is the user's choice (`--schedule-metrics`).
  */
@@ -79,8 +79,15 @@ export class Metrics {
   /** Steps of this host's wall clock that the replica noticed (RedisClock.detectStep). */
   readonly clockSteps: Counter;
   private readonly stopCountingCommandErrors: () => void;
-  /** Exposition text of the per-schedule health gauges (UTF-8, in slices), as of the latest cache pass. */
-  private scheduleChunks: readonly Buffer[] = [];
+  /** The per-schedule health rows of the latest cache pass (what the per-schedule gauges show). */
+  private scheduleRows: readonly ScheduleHealthRow[] = [];
+  /**
+   * Their exposition text (UTF-8, in slices), built at the first scrape after a pass and kept until the next
+   * pass: a replica nobody scrapes builds none, and one scraped every 15 s builds it once per scrape at most.
+   */
+  private scheduleText: Promise<readonly Buffer[]> | undefined;
+  /** Whether a scrape asked for the text since it was last built (then the next pass builds it at once). */
+  private scheduleTextWanted = false;
   private readonly replicaLabel: string;
 
   /**
@@ -210,12 +217,33 @@ export class Metrics {
   }
 
   /**
-   * Rebuilds the text of the per-schedule health gauges ({@link SCHEDULE_GAUGES}) from `rows` (already chosen by
-   * `--schedule-metrics`), yielding to the event loop every {@link SERIES_PER_SLICE} series, and sets the totals.
+   * Takes the per-schedule health `rows` (already chosen by `--schedule-metrics`) of a cache pass and sets the
+   * totals. The text of the gauges ({@link SCHEDULE_GAUGES}) starts to be built here, in slices, when a scrape
+   * asked for it since the last pass (a scrape meanwhile waits for it); otherwise at the next scrape
+   * ({@link render}). A replica nobody scrapes builds none: rebuilding 100,000 schedules' series
+   * after every pass (every 2 s) cost a fifth of a core and ~30 MB of text, scraped or not.
    * One call at a time (the cache's loop calls it after each pass).
    */
   async setScheduleHealth(rows: readonly ScheduleHealthRow[], totals: ScheduleHealthTotals): Promise<void> {
     for (const [health, n] of Object.entries(totals)) this.schedules.set({ health }, n);
+    this.scheduleRows = rows;
+    if (this.scheduleTextWanted) {
+      // Not awaited: the cache's loop (its PING, which readiness watches) does not wait for the text.
+      this.scheduleTextWanted = false;
+      this.scheduleText = this.buildScheduleHealthText(rows);
+    } else {
+      this.scheduleText = undefined;
+    }
+  }
+
+  /** The text of the per-schedule health gauges for the latest rows (built now if the last pass did not). */
+  private scheduleHealthText(): Promise<readonly Buffer[]> {
+    this.scheduleTextWanted = true;
+    return (this.scheduleText ??= this.buildScheduleHealthText(this.scheduleRows));
+  }
+
+  /** Builds the text of `rows`, yielding to the event loop every {@link SERIES_PER_SLICE} series. */
+  private async buildScheduleHealthText(rows: readonly ScheduleHealthRow[]): Promise<readonly Buffer[]> {
     // Kept as bytes, a slice at a time: joining 600,000 lines into one string blocked the event loop ~200 ms.
     const chunks: Buffer[] = [];
     let pending: string[] = [];
@@ -236,7 +264,7 @@ export class Metrics {
       }
     }
     if (pending.length > 0) chunks.push(Buffer.from(pending.join('')));
-    this.scheduleChunks = chunks;
+    return chunks;
   }
 
   /** Sets the flock-wide queue gauge from the admin cache's latest read (lane → counts). */
@@ -280,7 +308,7 @@ export class Metrics {
   async render(): Promise<{ contentType: string; body: Buffer }> {
     const own = await this.registry.metrics();
     const jobs = await register.metrics();
-    const parts = [Buffer.from(own), ...this.scheduleChunks, Buffer.from(jobs ? `\n${jobs}` : '')];
+    const parts = [Buffer.from(own), ...(await this.scheduleHealthText()), Buffer.from(jobs ? `\n${jobs}` : '')];
     return { contentType: this.registry.contentType, body: Buffer.concat(parts) };
   }
 

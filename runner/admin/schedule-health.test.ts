@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseScheduleText } from '../config/load.js';
-import { ScheduleHealthBoard } from './schedule-health.js';
+import type { RedisClock } from '../redis/clock.js';
+import { Metrics } from './metrics.js';
+import { ScheduleHealthBoard, type ScheduleHealthRow } from './schedule-health.js';
 
 const t = (iso: string): number => Date.parse(iso);
 const JOB = 'job: {kind: http, url: "http://127.0.0.1:1/"}';
@@ -31,5 +33,50 @@ describe('schedule health with a calendar', () => {
     // Owed since 2026-03-05 10:00 plus the 5-minute default grace.
     expect(row('plain').overdueMs).toBe(t('2026-03-09T12:00:00Z') - t('2026-03-05T10:05:00Z'));
     expect(totals.overdue).toBe(1);
+  });
+});
+
+describe('per-schedule health series', () => {
+  const row = (name: string, overdueMs: number): ScheduleHealthRow => ({ name, nextFireMs: 1_800_000_000_000, lastSuccessMs: undefined, overdueMs, lastResult: undefined, suspended: false });
+  // Only the clock's offset gauge reads the clock; this test renders the per-schedule text.
+  const clock = { offsetMs: 0 } as unknown as RedisClock;
+
+  it('are built at the scrape from the latest pass rows, and rebuilt after the next pass', async () => {
+    const metrics = new Metrics({ clock, activeRuns: () => 0, replica: 'r1' });
+    try {
+      await metrics.setScheduleHealth([row('a', 0), row('b', 5_000)], { total: 2, overdue: 1, failing: 0, suspended: 0 });
+      const first = (await metrics.render()).body.toString();
+      expect(first).toContain('cronflock_schedule_overdue_seconds{schedule="b",replica="r1"} 5\n');
+      expect(first).toContain('cronflock_schedules{health="overdue",replica="r1"} 1');
+      const perSchedule = (text: string): string[] => text.split('\n').filter((l) => l.includes('cronflock_schedule_'));
+      expect(perSchedule((await metrics.render()).body.toString())).toEqual(perSchedule(first));
+      await metrics.setScheduleHealth([row('a', 0), row('c', 7_000)], { total: 2, overdue: 1, failing: 0, suspended: 0 });
+      const second = (await metrics.render()).body.toString();
+      expect(second).toContain('cronflock_schedule_overdue_seconds{schedule="c",replica="r1"} 7\n');
+      expect(second).not.toContain('schedule="b"');
+    } finally {
+      metrics.close();
+    }
+  });
+});
+
+describe('the health board across passes', () => {
+  it('forgets a schedule no longer run, recomputes only what changed, and keeps the rest', async () => {
+    const a = await schedule('a', '');
+    const b = await schedule('b', '');
+    const board = new ScheduleHealthBoard(() => t('2026-03-01T00:00:00Z'));
+    const none = { lastSuccessMs: new Map<string, number>(), lastResult: new Map(), suspended: new Set<string>() };
+    const now = t('2026-03-02T09:00:00Z');
+    expect((await board.update([a, b], none, now)).rows.map((r) => r.name)).toEqual(['a', 'b']);
+    expect(board.recomputed).toBe(2);
+    await board.update([a], none, now + 1000);
+    expect(board.recomputed).toBe(0);
+    // b was forgotten: seen again, it is recomputed (a still is not).
+    const again = await board.update([a, b], none, now + 2000);
+    expect(board.recomputed).toBe(1);
+    expect(again.rows.map((r) => r.name)).toEqual(['a', 'b']);
+    // A new success of a: only a is recomputed.
+    await board.update([a, b], { ...none, lastSuccessMs: new Map([['a', now]]) }, now + 3000);
+    expect(board.recomputed).toBe(1);
   });
 });

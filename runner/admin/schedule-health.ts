@@ -65,6 +65,8 @@ interface Kept {
   health: ScheduleHealth;
   /** Recompute at or after this Redis time even if no input changed. */
   recomputeAtMs: number;
+  /** The latest update that saw the schedule (those not seen are forgotten). */
+  seen: number;
 }
 
 /** Schedules looked at between two yields to the event loop. */
@@ -72,7 +74,9 @@ const PER_SLICE = 2_000;
 
 /** Keeps the health of this replica's schedules across passes. */
 export class ScheduleHealthBoard {
-  private kept = new Map<string, Kept>();
+  /** Kept across updates and changed in place: a pass over 100,000 schedules allocates no new map. */
+  private readonly kept = new Map<string, Kept>();
+  private updates = 0;
   /** Schedules whose health was recomputed in the latest update (for measurements and tests). */
   recomputed = 0;
 
@@ -91,7 +95,7 @@ export class ScheduleHealthBoard {
     values: FlockWideValues,
     nowMs: number,
   ): Promise<{ rows: ScheduleHealthRow[]; totals: ScheduleHealthTotals }> {
-    const next = new Map<string, Kept>();
+    const update = ++this.updates;
     const rows: ScheduleHealthRow[] = [];
     const totals: ScheduleHealthTotals = { total: 0, overdue: 0, failing: 0, suspended: 0 };
     let recomputed = 0;
@@ -114,10 +118,11 @@ export class ScheduleHealthBoard {
           nowMs,
         );
         const becomesOverdue = health.overdueFromMs !== null && health.overdueFromMs > nowMs ? health.overdueFromMs : Infinity;
-        k = { schedule: s, lastSuccessMs, suspended, sinceMs, health, recomputeAtMs: Math.min(health.nextFireMs ?? Infinity, becomesOverdue) };
+        k = { schedule: s, lastSuccessMs, suspended, sinceMs, health, recomputeAtMs: Math.min(health.nextFireMs ?? Infinity, becomesOverdue), seen: update };
+        this.kept.set(s.name, k);
         recomputed++;
       }
-      next.set(s.name, k);
+      k.seen = update;
       const h = k.health;
       const overdueMs = h.overdueFromMs !== null && h.overdueFromMs <= nowMs ? nowMs - h.overdueFromMs : 0;
       const lastResult = values.lastResult.get(s.name);
@@ -128,7 +133,7 @@ export class ScheduleHealthBoard {
       if (suspended) totals.suspended++;
       if (totals.total % PER_SLICE === 0) await new Promise((r) => setImmediate(r));
     }
-    this.kept = next;
+    for (const [name, k] of this.kept) if (k.seen !== update) this.kept.delete(name);
     this.recomputed = recomputed;
     return { rows, totals };
   }

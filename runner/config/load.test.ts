@@ -609,3 +609,55 @@ schedules:
     only(r.errors, { file: fixtures('empty-dir'), line: 0, col: 0, field: '', code: 'CONFIG_IO' });
   });
 });
+
+// The positioned document of a file is let go after the data and each entry's and name's position are read; other
+// positions come from a second parse, only when there is an error. These pin that the positions stay exact.
+describe('positions in a large file (the document is parsed again for errors)', () => {
+  const N = 5_000;
+  const entries = (n: number, last = ''): string =>
+    `schedules:\n${Array.from({ length: n }, (_, i) => `  - name: s-${i}\n    cron: "${i % 60} * * * *"\n    job: ${HTTP_JOB}\n`).join('')}${last}`;
+
+  it('gives every schedule its entry position (source line:col)', async () => {
+    const r = await parseScheduleText(entries(N), 'big.yaml');
+    expect(r.errors).toEqual([]);
+    expect(r.schedules).toHaveLength(N);
+    expect(r.schedules[0]!.source).toEqual({ file: 'big.yaml', line: 2, col: 5 });
+    expect(r.schedules[N - 1]!.source).toEqual({ file: 'big.yaml', line: 2 + 3 * (N - 1), col: 5 });
+  });
+
+  it('names file:line:col of a schema error in the last of 5,000 entries', async () => {
+    const text = entries(N, `  - name: bad\n    cron: "0 * * * *"\n    jitter: 5 parsecs\n    job: ${HTTP_JOB}\n`);
+    const r = await parseScheduleText(text, 'big.yaml');
+    const e = only(r.errors, { file: 'big.yaml', line: 2 + 3 * N + 2, col: 13, field: `schedules[${N}].jitter` });
+    expect(e.format()).toMatch(new RegExp(`^big\\.yaml:${2 + 3 * N + 2}:13`));
+    expect(r.schedules).toEqual([]);
+  });
+
+  it('names the positions of a name defined in two large files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-positions-'));
+    try {
+      writeFileSync(join(dir, 'a.yaml'), entries(N));
+      writeFileSync(join(dir, 'b.yaml'), `schedules:\n  - name: other\n    cron: "0 * * * *"\n    job: ${HTTP_JOB}\n  - name: s-${N - 1}\n    cron: "0 * * * *"\n    job: ${HTTP_JOB}\n`);
+      const r = await loadSchedules(dir);
+      const inA = expectError(r.errors.filter((e) => e.file === join(dir, 'a.yaml')), {
+        file: join(dir, 'a.yaml'),
+        line: 2 + 3 * (N - 1),
+        col: 11,
+        field: `schedules[${N - 1}].name`,
+        code: 'NAME_DUPLICATE',
+      });
+      expect(inA.reason).toContain(`${join(dir, 'b.yaml')}:5:11`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names the position of a calendar reference that names no calendar, in a large file', async () => {
+    const text = entries(N, `  - name: cal\n    cron: "0 * * * *"\n    calendar: {exclude: nowhere}\n    job: ${HTTP_JOB}\n`);
+    const r = await parseScheduleText(text, 'big.yaml');
+    expect(r.errors.length).toBeGreaterThan(0);
+    const e = r.errors.find((x) => x.field.startsWith(`schedules[${N}].calendar`));
+    expect(e, r.errors.map((x) => x.format()).join('\n')).toBeDefined();
+    expect(e!.line).toBe(2 + 3 * N + 2);
+  });
+});

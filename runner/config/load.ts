@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, isScalar, parseDocument } from 'yaml';
+import { LineCounter, isScalar, parseDocument, type Document } from 'yaml';
 import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from '../engine/windows.js';
@@ -297,17 +297,25 @@ interface CheckedText {
 }
 
 
+/** The options every parse of a schedule file uses (the first one and a re-parse for positions alike). */
+const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, merge: true } as const;
+
 async function checkText(text: string, file: string, baseDir: string, memo: Map<string, Promise<unknown>>): Promise<CheckedText> {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
+  // The positioned document takes ~25 times the file's size (2.7 KB per schedule): it is read for the data and
+  // the positions every schedule needs (its entry, its name), then let go before validation and compile, so that
+  // a large file's document is not alive beside everything built from it. Other positions are only needed for
+  // errors: the text is then parsed again (deterministic: the same nodes at the same offsets).
+  let doc: Document | undefined = parseDocument(text, { ...YAML_OPTIONS, lineCounter });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
     return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file), warnings: [] };
   }
-  const locator = new Locator(doc, at);
+  let located: Locator | undefined = new Locator(doc, at);
+  const locator = (): Locator => (located ??= new Locator(parseDocument(text, YAML_OPTIONS), at));
   const protoErrors = protoKeyErrors(doc, file, at);
   const toError = (p: Problem): ConfigError => {
-    const pos = locator.position(p.path, p.atKey ?? false);
+    const pos = locator().position(p.path, p.atKey ?? false);
     return new ConfigError({
       code: p.code,
       file,
@@ -337,34 +345,36 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
     return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
 
-  const parsed = scheduleFileSchema.safeParse(data);
-  const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, locator, file));
-
-  // Each job kind's load-time compile, for every job block that is valid on its own (compile.ts).
+  // The positions every schedule needs, read now; then the document goes.
   const rawList = (data as { schedules?: unknown } | null)?.schedules;
   const items: unknown[] = Array.isArray(rawList) ? rawList : [];
-  const compiledJobs = await compileJobs(items, parsed.success ? parsed.data.schedules : undefined, problems, baseDir, memo);
-
-  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator.position(path, false));
-  problems.push(...fileCalendars.problems);
-
   const names: NameDefinition[] = [];
+  const entryAt: { line: number; col: number }[] = [];
   for (const [i, item] of items.entries()) {
+    entryAt.push(located.position(['schedules', i], false));
     const name = (item as { name?: unknown } | null)?.name;
     if (typeof name !== 'string') continue;
     const path: Path = ['schedules', i, 'name'];
-    names.push({ name, file, ...locator.position(path, false), field: fieldPath(path) });
+    names.push({ name, file, ...located.position(path, false), field: fieldPath(path) });
   }
+  doc = undefined;
+  located = undefined;
+
+  const parsed = scheduleFileSchema.safeParse(data);
+  const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, locator(), file));
+
+  // Each job kind's load-time compile, for every job block that is valid on its own (compile.ts).
+  const compiledJobs = await compileJobs(items, parsed.success ? parsed.data.schedules : undefined, problems, baseDir, memo);
+
+  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator().position(path, false));
+  problems.push(...fileCalendars.problems);
 
   // A strict map also calls a __proto__ key unknown: the key's own error says more.
   const schemaErrors = problems.filter((p) => protoErrors.length === 0 || p.path[p.path.length - 1] !== '__proto__').map(toError);
   const errors = [...schemaErrors, ...protoErrors].sort(byPosition);
   if (errors.length > 0 || !parsed.success) return { schedules: [], errors, names, calendars: fileCalendars.calendars, warnings: [] };
 
-  const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, {
-    file,
-    ...locator.position(['schedules', i], false),
-  }));
+  const schedules = parsed.data.schedules.map((s, i) => compiled(s, compiledJobs.get(i) ?? s.job, { file, ...entryAt[i]! }));
   const warnings = items.flatMap((item, i) => {
     if (!cleanupNotifyAlias((item as { job?: unknown } | null)?.job)) return [];
     return [

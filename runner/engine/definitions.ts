@@ -76,10 +76,19 @@ export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: 
 
 /** Schedules per publish script call. */
 const PUBLISH_CHUNK = 1000;
+/** Published definitions read per HSCAN page. */
+const DEFINITIONS_PAGE = 1000;
+
+/** The published definition of a schedule, as far as the rule needs it. */
+interface Winner {
+  hash: string;
+  replica: string;
+  loadedAtMs: number;
+}
 
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
-  private winners = new Map<string, { hash: string; replica: string; loadedAtMs: number }>();
+  private winners = new Map<string, Winner>();
   /** The distinct publishers among the winners (a handful): checked each tick instead of every schedule. */
   private publishers = new Set<string>();
   private version: string | null = null;
@@ -164,14 +173,25 @@ export class Definitions {
     const v = await this.redis.get(this.keys.definitionsVersion);
     let changed = false;
     if (force || v !== this.version) {
-      const all = await this.redis.hgetall(this.keys.definitions);
-      this.winners = new Map(
-        Object.entries(all).map(([k, raw]) => {
-          const d = JSON.parse(raw) as PublishedDefinition;
-          return [k, { hash: d.definitionHash, replica: d.replica, loadedAtMs: d.loadedAtMs }];
-        }),
-      );
-      this.publishers = new Set([...this.winners.values()].map((w) => w.replica));
+      // Read in pages (HSCAN), not with one HGETALL: 100,000 definitions are ~45 MB of JSON at once, which grew
+      // the heap for good. A definition published while the scan runs changes the version read above, so the
+      // next refresh reads again; one present throughout is returned (perhaps twice: the later one is kept).
+      const winners = new Map<string, Winner>();
+      const publishers = new Map<string, string>();
+      let cursor = '0';
+      do {
+        const [next, flat] = await this.redis.hscan(this.keys.definitions, cursor, 'COUNT', DEFINITIONS_PAGE);
+        for (let i = 0; i + 1 < flat.length; i += 2) {
+          const d = JSON.parse(flat[i + 1]!) as PublishedDefinition;
+          // One string per publisher, not per schedule.
+          let replica = publishers.get(d.replica);
+          if (replica === undefined) publishers.set(d.replica, (replica = d.replica));
+          winners.set(flat[i]!, { hash: d.definitionHash, replica, loadedAtMs: d.loadedAtMs });
+        }
+        cursor = next;
+      } while (cursor !== '0');
+      this.winners = winners;
+      this.publishers = new Set(publishers.keys());
       this.version = v;
       changed = true;
     }
