@@ -36,7 +36,7 @@ describe('API 404s', () => {
       ['GET', '/api/v1/nonsense', /^no API route GET \/api\/v1\/nonsense: the routes are listed in \/api\/v1\/openapi\.json$/],
       ['GET', '/api/v2/schedules', /^no API route GET \/api\/v2\/schedules: /],
       ['GET', '/api/v1/schedules/a/b/c', /^no API route GET \/api\/v1\/schedules\/a\/b\/c: /],
-      ['DELETE', '/api/v1/schedules/x', /^no API route DELETE \/api\/v1\/schedules\/x: /],
+      ['PATCH', '/api/v1/schedules/x', /^no API route PATCH \/api\/v1\/schedules\/x: /],
       ['GET', '/api/v1/schedules/no-such-schedule', /^no published schedule named "no-such-schedule"$/],
       ['GET', '/api/v1/occurrences/x@2026-01-01T00:00:00.000Z', /^no record or history of x@2026-01-01T00:00:00\.000Z/],
     ];
