@@ -488,8 +488,9 @@ export class Executor {
       }
       else if (claim.status === 'claimed') {
         for (const r of claim.replaced) {
-          // Older runs waiting to retry that this claim ended (concurrencyPolicy Replace): their final failure.
-          this.log.info({ occurrence: r.key, by: d.key }, 'run waiting to retry replaced; recorded failed');
+          // Older runs that no attempt ran (waiting to retry, handed over, stalled) that this claim ended
+          // (concurrencyPolicy Replace): their final failure.
+          this.log.info({ occurrence: r.key, by: d.key }, 'older run not running (waiting to retry, handed over or stalled) replaced; recorded failed');
           this.emit({ schedule: d.schedule, key: r.key, dueMs: r.dueMs, fireMs: r.fireMs, replica: o.replica, state: 'failed', error: `replaced by ${d.key} (concurrencyPolicy Replace)` });
         }
         if (this.shortOfReplicas('claim', d.key, claim.acked)) {

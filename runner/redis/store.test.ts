@@ -301,13 +301,74 @@ describe('concurrency policy (claim)', () => {
     expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
   });
 
-  it('Forbid: a run whose lease lapsed does not block the next one', async () => {
+  it('Forbid: a run whose lease lapsed keeps its place: the next one is skipped (overlap), the stalled one is claimed again first', async () => {
     const now = await redisNow();
     const a = occurrenceKey('s', now - 2000);
     await store.claim(req(a, now - 2000, now - 2000, { lockMs: 100, concurrencyPolicy: 'Forbid' }));
-    await sleep(150);
+    await sleep(150); // its claimant stalled (killed, stopped, Redis away): the lease lapsed, nobody took it up yet
     const b = occurrenceKey('s', now - 1000);
-    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', replica: 'b' }))).toEqual({
+      status: 'skipped',
+      reason: `overlap: ${a} stalled, to be claimed again (concurrencyPolicy Forbid)`,
+    });
+    expect(await record(b)).toMatchObject({ state: 'skipped', fencingToken: 0 });
+    // The stalled one is re-delivered and claimed again (a stall counted), and ends; only then the next runs.
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid', replica: 'c', lockMs: 60_000 }))).toMatchObject({ status: 'claimed', token: 2, attempt: 2 });
+    expect(await record(a)).toMatchObject({ state: 'running', stalls: 1, replica: 'c' });
+    expect(await store.finish(a, 2, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    const c = occurrenceKey('s', now);
+    expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+  });
+
+  it('Forbid: a stalled run blocks nothing for ever: it leaves when it fails stalled-out, or when its record is gone', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 3000);
+    for (let i = 0; i < 3; i++) {
+      expect((await store.claim(req(a, now - 3000, now - 3000, { lockMs: 100, maxStalls: 2, concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+      await sleep(150);
+    }
+    const b = occurrenceKey('s', now - 2000);
+    expect((await store.claim(req(b, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid' }))).status).toBe('skipped');
+    expect(await store.claim(req(a, now - 3000, now - 3000, { lockMs: 100, maxStalls: 2, concurrencyPolicy: 'Forbid' }))).toEqual({ status: 'stalled-out' });
+    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
+    const c = occurrenceKey('s', now - 1000);
+    await store.claim(req(c, now - 1000, now - 1000, { lockMs: 100, concurrencyPolicy: 'Forbid' }));
+    await sleep(150);
+    // C's record expires (or is deleted) while it is open: its entry no longer holds the schedule.
+    await redis.del(keys.occurrence(c));
+    const d = occurrenceKey('s', now);
+    expect((await store.claim(req(d, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('claimed');
+    expect(await redis.zrange(keys.active('s'), 0, -1)).toEqual([d]);
+  });
+
+  it('Replace: an older run that stalled is ended failed (replaced) at once, and its stale claimant is fenced', async () => {
+    const now = await redisNow();
+    const old = occurrenceKey('s', now - 2000);
+    const neu = occurrenceKey('s', now - 1000);
+    await store.claim(req(old, now - 2000, now - 2000, { lockMs: 100, concurrencyPolicy: 'Replace' }));
+    await sleep(150);
+    expect(await store.claim(req(neu, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', replica: 'b', lockMs: 60_000 }))).toMatchObject({
+      status: 'claimed',
+      token: 1,
+      replaced: [{ key: old, dueMs: now - 2000, fireMs: now - 2000 }],
+    });
+    expect(await record(old)).toMatchObject({ state: 'failed', reason: 'replaced', error: `replaced by ${neu} (concurrencyPolicy Replace)` });
+    expect((await store.renew(old, 1, 1000, 120_000)).untilMs).toBe(0);
+    expect(await store.finish(old, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'refused' });
+    expect(await store.claim(req(old, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({ status: 'final', state: 'failed' });
+  });
+
+  it('Replace: an older arrival that finds a newer run stalled (not final) is superseded, not run late', async () => {
+    const now = await redisNow();
+    const neu = occurrenceKey('s', now - 1000);
+    await store.claim(req(neu, now - 1000, now - 1000, { lockMs: 100, concurrencyPolicy: 'Replace' }));
+    await sleep(150);
+    const older = occurrenceKey('s', now - 2000);
+    expect(await store.claim(req(older, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({
+      status: 'skipped',
+      reason: `superseded: newer ${neu} is running (concurrencyPolicy Replace)`,
+    });
   });
 
   it('Replace: the newer asks the older to stop and waits; the older learns it at renewal; an older arrival is superseded', async () => {
@@ -339,6 +400,46 @@ describe('concurrency policy (claim)', () => {
     expect(await store.finish(keysRun[0]!, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect((await store.claim(req(third, now - 1000, now - 1000, { maxConcurrent: 2 }))).status).toBe('claimed');
   });
+
+  it('Allow with maxConcurrent: a stalled run keeps its slot until it is claimed again and ends', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 2000);
+    await store.claim(req(a, now - 2000, now - 2000, { lockMs: 100, maxConcurrent: 1 }));
+    await sleep(150);
+    const b = occurrenceKey('s', now - 1000);
+    expect(await store.claim(req(b, now - 1000, now - 1000, { maxConcurrent: 1 }))).toMatchObject({ status: 'held', holder: a });
+    expect(await store.claim(req(a, now - 2000, now - 2000, { maxConcurrent: 1, lockMs: 60_000 }))).toMatchObject({ status: 'claimed', token: 2 });
+    expect(await store.finish(a, 2, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect((await store.claim(req(b, now - 1000, now - 1000, { maxConcurrent: 1 }))).status).toBe('claimed');
+  });
+
+  it('started runs none of which holds a lease never wait for each other: the earliest goes first (no deadlock)', async () => {
+    const now = await redisNow();
+    // Two runs started while the schedule allowed it (before a reload made it Forbid / maxConcurrent 1); both stalled.
+    const a = occurrenceKey('s', now - 2000);
+    const b = occurrenceKey('s', now - 1000);
+    await store.claim(req(a, now - 2000, now - 2000, { lockMs: 100 }));
+    await store.claim(req(b, now - 1000, now - 1000, { lockMs: 100 }));
+    await sleep(150);
+    for (const over of [{ concurrencyPolicy: 'Forbid' as const }, { maxConcurrent: 1 }]) {
+      expect(await store.claim(req(b, now - 1000, now - 1000, over))).toMatchObject({ status: 'held', holder: a });
+    }
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid', lockMs: 300 }))).toMatchObject({ status: 'claimed', token: 2 });
+    // A runs (live lease): B, started, waits for it; once A is final, B is claimed again.
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).toMatchObject({ status: 'held', holder: a });
+    expect(await store.finish(a, 2, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid' }))).toMatchObject({ status: 'claimed', token: 2 });
+  });
+
+  it('backfill waits (never skips) while a stalled run of its Forbid schedule is open', async () => {
+    const now = await redisNow();
+    const a = occurrenceKey('s', now - 1000);
+    await store.claim(req(a, now - 1000, now - 1000, { lockMs: 100, concurrencyPolicy: 'Forbid' }));
+    await sleep(150);
+    const bf = occurrenceKey('s', now - 30_000);
+    expect(await store.claim(req(bf, now - 30_000, now - 100, { origin: 'backfill', concurrencyPolicy: 'Forbid' }))).toMatchObject({ status: 'held', holder: a });
+    expect(await record(bf)).toMatchObject({ state: 'scheduled' });
+  });
 });
 
 describe('a started occurrence keeps its place (retries, hand-overs)', () => {
@@ -361,7 +462,7 @@ describe('a started occurrence keeps its place (retries, hand-overs)', () => {
       status: 'skipped',
       reason: `overlap: ${a} waiting to retry (concurrencyPolicy Forbid)`,
     });
-    // Another run holds the schedule when the retry comes (here: a manual one claimed while A's place lapsed).
+    // Another run holds the schedule when the retry comes (here: a manual one claimed while A was out of the set).
     await redis.zrem(keys.active('s'), a);
     const m = occurrenceKey('s', now, 'manual');
     await store.enqueueManual({ schedule: 's', key: m, dueMs: now, origin: 'manual', by: 't', retentionMs: 120_000 });
@@ -392,7 +493,7 @@ describe('a started occurrence keeps its place (retries, hand-overs)', () => {
     const a = occurrenceKey('s', now - 2000);
     const b = occurrenceKey('s', now - 1000);
     const retryAt = await failWithRetryLeft(a, now - 2000, { concurrencyPolicy: 'Replace' });
-    await redis.zrem(keys.active('s'), a); // its place lapsed; B started meanwhile
+    await redis.zrem(keys.active('s'), a); // as if B started while A was out of the set (policy changed by a reload)
     expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Replace', lockMs: 60_000 }))).status).toBe('claimed');
     await sleep(Math.max(0, retryAt - (await redisNow())) + 20);
     expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Replace' }))).toEqual({
@@ -412,19 +513,27 @@ describe('a started occurrence keeps its place (retries, hand-overs)', () => {
     expect(await record(b)).toMatchObject({ state: 'scheduled' });
   });
 
-  it('keeps the place until retryAt + lock, then it lapses (nobody took the retry up); a hand-over keeps it for the lock', async () => {
+  it('keeps the place until it is final, however late the retry is taken up; a hand-over keeps it the same way', async () => {
     const now = await redisNow();
     const a = occurrenceKey('s', now - 2000);
     const retryAt = await failWithRetryLeft(a, now - 2000);
     expect(Number(await redis.zscore(keys.active('s'), a))).toBe(retryAt + 1000);
+    // Nobody takes the retry up within the lock after its retry time (every replica gone for a while).
     await sleep(Math.max(0, retryAt + 1000 - (await redisNow())) + 20);
     const b = occurrenceKey('s', now - 1000);
-    expect((await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).status).toBe('claimed');
-    expect(await redis.zscore(keys.active('s'), a)).toBeNull();
-    // A hand-over (SIGTERM): B keeps its place for the lock, so a new occurrence is skipped meanwhile.
-    expect(await store.release(b, 1, 'shutdown', 5000)).toBe(true);
+    expect(await store.claim(req(b, now - 1000, now - 1000, { concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).toEqual({
+      status: 'skipped',
+      reason: `overlap: ${a} waiting to retry (concurrencyPolicy Forbid)`,
+    });
+    expect(await store.claim(req(a, now - 2000, now - 2000, { concurrencyPolicy: 'Forbid', lockMs: 60_000 }))).toMatchObject({ status: 'claimed', attempt: 2 });
+    // A hand-over (SIGTERM): A keeps its place past the lock, so a new occurrence is skipped until A is final.
+    expect(await store.release(a, 2, 'shutdown', 100)).toBe(true);
+    await sleep(150);
     const c = occurrenceKey('s', now);
-    expect((await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).status).toBe('skipped');
+    expect(await store.claim(req(c, now, now, { concurrencyPolicy: 'Forbid' }))).toEqual({
+      status: 'skipped',
+      reason: `overlap: ${a} handed over, to be claimed again (concurrencyPolicy Forbid)`,
+    });
   });
 
   it('abandon with a minimum age decides "too late" on the Redis clock: a younger occurrence is left alone', async () => {

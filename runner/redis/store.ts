@@ -63,7 +63,10 @@ export type ClaimResult =
       attempt: number;
       nowMs: number;
       firstStartMs: number;
-      /** Older occurrences waiting to retry that this claim ended failed: replaced (concurrencyPolicy Replace). */
+      /**
+       * Older occurrences that no attempt ran (waiting to retry, handed over, or stalled with a lapsed lease) that
+       * this claim ended failed: replaced (concurrencyPolicy Replace).
+       */
       replaced: { key: string; dueMs: number; fireMs: number }[];
       /** With {@link ReplicaWait}: Redis replicas that acknowledged the claim within its timeout. */
       acked?: number;
@@ -301,7 +304,7 @@ export class Store {
   /**
    * Records an attempt's result if `token` is still current and its lease live; a failure with retries left
    * (`retries` > failures so far) becomes `retrying` with exponential backoff and jitter, keeping its place in
-   * the schedule's active set until retryAt + lockMs.
+   * the schedule's active set until it is final (scored retryAt + lockMs).
    */
   async finish(
     key: string,
@@ -313,7 +316,7 @@ export class Store {
       error?: string;
       result?: string;
       retentionMs: number;
-      /** The claim lease; a retrying run keeps its place this long after its retry time. */
+      /** The claim lease; a retrying run's active-set score is its retry time plus this (informational). */
       lockMs?: number;
       retries?: number;
       retryBackoffMs?: number;
@@ -342,7 +345,7 @@ export class Store {
 
   /**
    * Gives a claim up so another replica can claim at once; the occurrence keeps its place in the schedule's
-   * active set for `lockMs` meanwhile. @returns false when it was no longer ours.
+   * active set until it is final (scored now + `lockMs`). @returns false when it was no longer ours.
    */
   async release(key: string, token: number, why: string, lockMs: number): Promise<boolean> {
     return Number(await this.scripts.run('release', [this.keys.occurrence(key)], [token, why, key, lockMs])) === 1;

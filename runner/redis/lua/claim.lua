@@ -8,18 +8,22 @@
   job re-added after BullMQ removed it, runs nothing).
 
   Concurrency policy (Kubernetes CronJob semantics, across every replica): the schedule's `active` set holds
-  the occurrences that have started and are not final: those whose lease is live, and those waiting to retry
-  or handed over, which keep their place for a while (includes/record.lua). The policy decides about
+  the occurrences that have started and are not final, as Kubernetes counts a Job active until it completes or
+  fails: those whose lease is live, those waiting to retry or handed over, and those whose claimant stalled
+  (lease lapsed: BullMQ's stall check or the sweep delivers them again, and they are claimed again or fail
+  stalled-out). They keep their place until they are final (includes/record.lua). The policy decides about
   occurrences that have not started; one that has started keeps its place and ends succeeded or failed, never
-  skipped.
-  - Forbid: an occurrence that has not started and finds another one running or waiting to retry is recorded
-    skipped (overlap); a started one (a retry, a re-claim) that finds another waits for it to end.
-  - Replace: the newer occurrence asks the older running ones to stop (their claimant learns it at its next
-    renewal and its AbortSignal fires) and waits until they have stopped or lost their claim; an older one
-    waiting to retry is ended at once, failed: replaced. An older occurrence that finds a newer one running is
-    recorded skipped (superseded) if it has not started, failed: replaced if it has.
-  - Allow with maxConcurrent: waits for a free slot (within the starting deadline); a run waiting to retry
-    keeps its slot.
+  skipped, and waits only for those ahead of it (a live lease, or an earlier due time), so started occurrences
+  none of which runs never wait for each other.
+  - Forbid: an occurrence that has not started and finds another one open (running, waiting to retry, handed
+    over, stalled) is recorded skipped (overlap); a started one (a retry, a re-claim) waits for those ahead.
+  - Replace: the newer occurrence asks the older running ones (live lease) to stop (their claimant learns it at
+    its next renewal and its AbortSignal fires) and waits until they have stopped or lost their claim; an older
+    one that no attempt runs now (waiting to retry, handed over, stalled) is ended at once, failed: replaced.
+    An older occurrence that finds a newer one open is recorded skipped (superseded) if it has not started,
+    failed: replaced if it has.
+  - Allow with maxConcurrent: waits for a free slot (within the starting deadline); an open occurrence keeps its
+    slot whether it runs, waits to retry or stalled.
   Backfill occurrences never skip or replace: they wait; their order and pace are the backfill admission's
   (backfill-admit.lua). An admitted backfill occurrence of a suspended schedule goes back to waiting in its
   backfill queue, unrun (paused until `cronflock resume`).
@@ -51,6 +55,7 @@
   Returns one of:
     {'claimed', token, attempt, nowMs, firstStartMs, [key, dueMs, fireMs]...}   the caller holds the claim until
                                   leaseUntil; the triples are older occurrences it ended failed: replaced
+                                  (waiting to retry, handed over or stalled)
     {'early', waitMs}             the fire time (or retry time) has not come on the Redis clock
     {'held', waitMs, who}         another claimant's lease is live, or the concurrency policy, a group or a
                                   rate limit says wait (who: the gate's label, e.g. "group cluster-prod")
@@ -113,56 +118,69 @@ if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', KEYS[6], s
   return {'paused'}
 end
 
--- Concurrency policy: who else of this schedule holds a live claim, or keeps its place between attempts?
--- An occurrence that has started (an attempt was claimed before) keeps its place too: the policy may make it
--- wait, or end it replaced, but never records it skipped.
+-- Concurrency policy: who else of this schedule has started and is not final, on any replica? An occurrence
+-- keeps its place from its first claim until it is final, whether an attempt of it runs now or not (waiting to
+-- retry, handed over, or stalled with its lease lapsed: it is claimed again or fails stalled-out). An occurrence
+-- that has started keeps its place too: the policy may make it wait, or end it replaced, but never records it
+-- skipped. A started one waits only for those ahead of it (a live lease, or an earlier due time), so open
+-- occurrences none of which runs never wait for each other: the earliest goes first.
 local started = hasStarted(occKey)
-rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1)
-local others = {}
-for _, other in ipairs(rcall('ZRANGE', KEYS[5], 0, -1)) do
-  if other ~= key then others[#others + 1] = other end
-end
+-- entries this old have outlived their record (an open record expires lock + retention after its last lease)
+rcall('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - retentionMs)
 local replaced = {}
-if #others > 0 then
-  if origin == 'backfill' and policy ~= 'Allow' then return {'held', 250, others[1]} end
-  if policy == 'Forbid' then
-    if started then return {'held', 250, others[1]} end
-    local doing = rcall('HGET', occPrefix .. others[1], 'state') == 'retrying' and ' waiting to retry' or ' still running'
-    local why = 'overlap: ' .. others[1] .. doing .. ' (concurrencyPolicy Forbid)'
-    finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
-    return {'skipped', why}
+if policy ~= 'Allow' or maxConcurrent >= 0 then
+  local peers = activePeers(KEYS[5], key, occPrefix)
+  local ahead = peers
+  if started then
+    ahead = {}
+    for _, p in ipairs(peers) do
+      if p.live or p.dueMs < dueMs or (p.dueMs == dueMs and p.key < key) then ahead[#ahead + 1] = p end
+    end
+  end
+  if origin == 'backfill' and policy ~= 'Allow' then
+    if #ahead > 0 then return {'held', 250, ahead[1].key} end
+  elseif policy == 'Forbid' then
+    if started then
+      if #ahead > 0 then return {'held', 250, ahead[1].key} end
+    elseif #peers > 0 then
+      local why = 'overlap: ' .. peers[1].key .. ' ' .. peerDoing(peers[1]) .. ' (concurrencyPolicy Forbid)'
+      finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
+      return {'skipped', why}
+    end
   elseif policy == 'Replace' then
-    for _, other in ipairs(others) do
-      if tonumber(rcall('HGET', occPrefix .. other, 'dueMs') or '0') > dueMs then
+    for _, p in ipairs(peers) do
+      if p.dueMs > dueMs then
         if started then
-          local why = 'replaced by ' .. other .. ' (concurrencyPolicy Replace)'
+          local why = 'replaced by ' .. p.key .. ' (concurrencyPolicy Replace)'
           rcall('HSET', occKey, 'error', why)
           finalize(occKey, 'failed', 'replaced', retentionMs, KEYS[2], key)
           return {'failed', 'replaced', why}
         end
-        local why = 'superseded: newer ' .. other .. ' is running (concurrencyPolicy Replace)'
+        local why = 'superseded: newer ' .. p.key .. ' is running (concurrencyPolicy Replace)'
         finalize(occKey, 'skipped', why, retentionMs, KEYS[2], key)
         return {'skipped', why}
       end
     end
-    -- Older ones: one waiting to retry ends now (failed: replaced); a running one is asked to stop, and its
-    -- claimant learns it at its next renewal.
+    -- Older ones: one that no attempt runs now (waiting to retry, handed over, stalled) ends now (failed:
+    -- replaced), as Kubernetes deletes the running Job: there is no claimant to wait for, and a stale one is
+    -- fenced (its renewal and its completion are refused). A running one is asked to stop, and its claimant
+    -- learns it at its next renewal; this one waits until it has stopped or lost its claim.
     local running = {}
-    for _, other in ipairs(others) do
-      local otherKey = occPrefix .. other
-      if rcall('HGET', otherKey, 'state') == 'retrying' then
+    for _, p in ipairs(peers) do
+      local otherKey = occPrefix .. p.key
+      if not p.live then
         rcall('HSET', otherKey, 'error', 'replaced by ' .. key .. ' (concurrencyPolicy Replace)')
-        finalize(otherKey, 'failed', 'replaced', retentionMs, KEYS[2], other)
+        finalize(otherKey, 'failed', 'replaced', retentionMs, KEYS[2], p.key)
         local o = rcall('HMGET', otherKey, 'dueMs', 'fireMs')
-        replaced[#replaced + 1] = other; replaced[#replaced + 1] = o[1]; replaced[#replaced + 1] = o[2]
+        replaced[#replaced + 1] = p.key; replaced[#replaced + 1] = o[1]; replaced[#replaced + 1] = o[2]
       else
         rcall('HSET', otherKey, 'cancelRequested', key)
-        running[#running + 1] = other
+        running[#running + 1] = p.key
       end
     end
     if #running > 0 then return {'held', 100, running[1]} end
-  elseif maxConcurrent >= 0 and #others >= maxConcurrent then
-    return {'held', 250, others[1]}
+  elseif maxConcurrent >= 0 and #ahead > 0 and #ahead >= maxConcurrent then
+    return {'held', 250, ahead[1].key}
   end
 end
 

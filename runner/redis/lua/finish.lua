@@ -6,8 +6,8 @@
 
   A failure with retries left becomes `retrying` (an open state) until `retryAt`: the delay is
   min(retryBackoffMax, retryBackoff * 2^(failures-1)) scaled by a jitter factor in [0.5, 1). The occurrence has
-  started, so it keeps its place in the schedule's active set until retryAt + lockMs (the concurrency policy
-  sees it between attempts; if nobody takes the retry up by then, its place lapses), and it ends succeeded or
+  started, so it keeps its place in the schedule's active set (scored retryAt + lockMs) until it is final: the
+  concurrency policy sees it between attempts, however late its retry is taken up, and it ends succeeded or
   failed, never skipped or missed.
 
   KEYS[1] run record
@@ -25,7 +25,7 @@
     retryBackoffMs      first retry delay
     retryBackoffMaxMs   longest retry delay
     jitter              u in [0, 1)
-    lockMs              the lease: a retrying run keeps its place this long after its retry time
+    lockMs              the lease: a retrying run's active-set score is retryAt + lockMs (informational)
   Returns: {1, 0} recorded final; {2, retryAt} retrying at retryAt (Redis ms); {0, 0} refused.
 ]]
 -- @include "includes/record.lua"

@@ -1,8 +1,8 @@
 --[[
   release: give a claim up on purpose (SIGTERM hand-over, or a claimant that learnt its lease lapsed) so that
   another replica may claim at once instead of waiting for the lease to run out. Not counted as a stall. The
-  occurrence has started: it keeps its place in the schedule's active set for lockMs more, for the replica that
-  takes it up (the concurrency policy treats it as running meanwhile).
+  occurrence has started: it keeps its place in the schedule's active set (scored now + lockMs) until it is
+  final, for the replica that takes it up (the concurrency policy treats it as open meanwhile).
 
   KEYS[1] run record
   ARGV[1] fencing token

@@ -12,9 +12,13 @@
   walks it so that no open occurrence can be left without a queue job (promise 2: nothing silent).
 
   From its first claim until it is final, an occurrence is also in its schedule's `active` ZSET, which is how
-  the concurrency policy sees runs on every replica: score = lease end while an attempt runs, and while it waits
-  to retry (or is handed over) the time until which it keeps its place (retryAt + lock, or now + lock); an entry
-  whose score has passed lapsed (its claimant died and nobody took it up) and is cleaned by the next claim.
+  the concurrency policy sees runs on every replica. It keeps its place there while it is open, whether or not
+  an attempt of it runs at this instant: waiting to retry, handed over, or stalled (its claimant died or stopped
+  and its lease lapsed: it is delivered again, by BullMQ's stall check or the sweep, and either claimed again or
+  recorded failed once it stalled more than the stall limit). It leaves when it is final (finalize), or when its
+  record is gone (expired): `activePeers` drops such entries, and the claim drops those whose score lies more
+  than the retention in the past (their record has expired by then). The score is informational: the lease end
+  while an attempt runs, retryAt + lock while it waits to retry, the hand-over time + lock after a release.
   Backfill occurrences wait in their schedule's backfill queue ZSET (score: due time) so they run oldest first.
 
   Every final state (createRecord in a final state, finalize) also writes, in the same atomic step: the
@@ -56,8 +60,9 @@ local function deactivate(occKey, key)
   if activeKey then rcall('ZREM', activeKey, key) end
 end
 
--- Keeps a started occurrence in its schedule's active set until untilMs (Redis ms) while no attempt of it runs
--- (waiting to retry, or handed over): it keeps its place, and lapses from the set if nobody takes it up.
+-- Keeps a started occurrence in its schedule's active set while no attempt of it runs (waiting to retry, or
+-- handed over), with untilMs (Redis ms) as its score: when the next attempt is expected to have been taken up.
+-- It keeps its place until it is final, however late that attempt comes.
 local function holdPlace(occKey, key, untilMs)
   local activeKey = rcall('HGET', occKey, 'activeKey')
   if activeKey then rcall('ZADD', activeKey, untilMs, key) end
@@ -67,6 +72,35 @@ end
 -- never record it missed or skipped (it ends succeeded or failed).
 local function hasStarted(occKey)
   return rcall('HEXISTS', occKey, 'firstStartMs') == 1
+end
+
+-- The other occurrences in a schedule's active set that are still open (started, not final), as a list of
+-- {key, state, dueMs, live, released}: live = an attempt holds a lease now (running, leaseUntil > now on the
+-- Redis clock); released = handed over (SIGTERM, or a claim given back unrun). One whose lease lapsed counts
+-- as much as a live one: it will be claimed again or fail stalled-out, and until then it holds the schedule.
+-- Entries whose record is final or gone (expired) are dropped from the set here.
+local function activePeers(activeKey, key, occPrefix)
+  local peers = {}
+  for _, other in ipairs(rcall('ZRANGE', activeKey, 0, -1)) do
+    if other ~= key then
+      local r = rcall('HMGET', occPrefix .. other, 'state', 'leaseUntil', 'dueMs', 'released')
+      if not r[1] or isFinal(r[1]) then
+        rcall('ZREM', activeKey, other)
+      else
+        peers[#peers + 1] = {key = other, state = r[1], dueMs = tonumber(r[3] or '0'),
+          live = r[1] == 'running' and tonumber(r[2] or '0') > now, released = r[4] == '1'}
+      end
+    end
+  end
+  return peers
+end
+
+-- How a peer from activePeers holds its schedule, in words for a skip reason.
+local function peerDoing(p)
+  if p.live then return 'still running' end
+  if p.state == 'retrying' then return 'waiting to retry' end
+  if p.released then return 'handed over, to be claimed again' end
+  return 'stalled, to be claimed again'
 end
 
 -- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
