@@ -50,6 +50,15 @@ export const STOP_LIMIT_MARGIN_MS = 30_000;
 
 const d = (ms: number): string => formatDurationMs(ms);
 
+/**
+ * Whether `start` also writes a schedule file's errors as JSON log lines (stdout) besides the `file:line:col`
+ * text (stderr): not when both are the same person's terminal, who would read every error twice; yes when the
+ * log goes elsewhere (a pipe, a file, a log collector), which must see them too.
+ */
+export function fileErrorsAlsoLogged(stdoutIsTTY: boolean, stderrIsTTY: boolean): boolean {
+  return !(stdoutIsTTY && stderrIsTTY);
+}
+
 /** Prints refused files' errors to stderr; returns the number of refused files. */
 export function reportLoad(res: LoadResult, verbose: boolean): number {
   for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
@@ -121,9 +130,10 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     throw new CliError((err as Error).message);
   }
   const first = sources.first;
+  const logFileErrors = fileErrorsAlsoLogged(process.stdout.isTTY === true, process.stderr.isTTY === true);
   for (const e of first.fileErrors) {
     process.stderr.write(`${e.format()}\n`);
-    log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
   }
   for (const w of first.fileWarnings) process.stderr.write(`warning: ${w.format()}\n`);
   if (first.runs.length === 0 && !sources.watchingCluster) {
