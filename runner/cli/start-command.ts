@@ -59,6 +59,15 @@ export function fileErrorsAlsoLogged(stdoutIsTTY: boolean, stderrIsTTY: boolean)
   return !(stdoutIsTTY && stderrIsTTY);
 }
 
+/**
+ * What `start` says with no schedule path when it does not watch the cluster's Schedules either: the mode in
+ * force and why it does not watch, and the two ways to give it something to run.
+ */
+export function noPathMessage(mode: WatchMode): string {
+  const why = mode === 'off' ? '--watch-schedules is off' : '--watch-schedules is auto, which watches only in a Kubernetes pod';
+  return `nothing to run: no schedule path, and Schedules from the cluster are not watched (${why}); give a schedule file or directory, or use --watch-schedules on`;
+}
+
 /** Prints refused files' errors to stderr; returns the number of refused files. */
 export function reportLoad(res: LoadResult, verbose: boolean): number {
   for (const e of res.errors) process.stderr.write(`${e.format()}\n`);
@@ -139,7 +148,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (first.runs.length === 0 && !sources.watchingCluster) {
     throw new CliError(
       path === undefined
-        ? 'no schedule path, and Schedules from the cluster are not watched (--watch-schedules on); nothing to run'
+        ? noPathMessage(o.watchSchedules as WatchMode)
         : `no valid schedules in ${path}; nothing to run`,
     );
   }

@@ -32,3 +32,17 @@ describe('start with a refused schedule file', () => {
     expect(r.stdout).toMatch(/"level":50.*"file":".*bad\.yaml","line":3/);
   });
 });
+
+describe('start with no schedule path outside a pod', () => {
+  it('says the cluster is not watched because of the mode in force, not as if it were on', () => {
+    const env = { ...process.env };
+    delete env.KUBERNETES_SERVICE_HOST;
+    delete env.CRONFLOCK_WATCH_SCHEDULES;
+    const r = spawnSync(process.execPath, [BIN, 'start'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('Schedules from the cluster are not watched (--watch-schedules is auto, which watches only in a Kubernetes pod)');
+    expect(r.stderr).toContain('give a schedule file or directory, or use --watch-schedules on');
+    const off = spawnSync(process.execPath, [BIN, 'start', '--watch-schedules', 'off'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    expect(off.stderr).toContain('(--watch-schedules is off)');
+  });
+});
