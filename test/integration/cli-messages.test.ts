@@ -1,0 +1,42 @@
+/**
+ * Messages of the CLI (the built package) against a real redis-server: what a mistyped name gets.
+ */
+import { spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Keyspace } from '../../runner/redis/keys.js';
+import { RedisServerProcess } from '../../runner/redis/server-process.js';
+import { BIN, ROOT } from '../support/replica.js';
+
+let srv: RedisServerProcess;
+let redis: Redis;
+const keys = new Keyspace('msgs');
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, [BIN, ...args, '--redis', srv.url, '--namespace', 'msgs'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+
+beforeAll(async () => {
+  srv = await RedisServerProcess.start();
+  redis = new Redis(srv.url, { maxRetriesPerRequest: 3 });
+  // Published definitions are what `trigger` and `runs` know the schedules by (the value is not read here).
+  await redis.hset(keys.definitions, 'slow', '{}', 'nightly', '{}');
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await srv?.stop();
+});
+
+describe('runs --schedule with a name no replica runs', () => {
+  it('says so with the name probably meant and the known ones (exit 2), as trigger does', () => {
+    const r = cli('runs', '--schedule', 'slo');
+    expect(r.status, r.stdout).toBe(2);
+    expect(r.stderr).toBe(
+      'cronflock: --schedule: no run records of "slo" and no replica runs a schedule of that name in namespace "msgs"; did you mean "slow"? known schedules: nightly, slow\n',
+    );
+  });
+
+  it('a known schedule without records is not an error', () => {
+    const r = cli('runs', '--schedule', 'slow');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('no run records of slow in namespace "msgs"\n');
+  });
+});
