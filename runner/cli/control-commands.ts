@@ -26,15 +26,24 @@ import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } f
 import { recordAudit, type AuditAction } from '../history/audit.js';
 import { userInfo } from 'node:os';
 
-/** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as `user@host`. */
-async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
+/**
+ * Who a control command acts as: `user@host` (`unknown@host` without a user name, e.g. a container without a
+ * passwd entry). The one rule for the audit log's `who` and what the action records (a suspension's `by`, an
+ * occurrence's `plannedBy`), so that `suspend` and `audit` name the same person.
+ */
+export function cliIdentity(): string {
   let user = 'unknown';
   try {
     user = userInfo().username;
   } catch {
-    /* no user name (a container without passwd entry) */
+    /* no user name */
   }
-  await recordAudit(c.redis, c.keys, { who: `${user}@${hostname()}`, via: 'cli', action, schedule, reason, outcome });
+  return `${user}@${hostname()}`;
+}
+
+/** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as {@link cliIdentity}. */
+async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
+  await recordAudit(c.redis, c.keys, { who: c.by, via: 'cli', action, schedule, reason, outcome });
 }
 
 type Flags = RedisFlags & { json?: boolean; reason?: string };
@@ -53,7 +62,7 @@ function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promis
         lanes,
         clock,
         options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs },
-        by: `cli@${hostname()}`,
+        by: cliIdentity(),
       });
     } catch (err) {
       if (err instanceof ControlError) throw new CliError(err.message);

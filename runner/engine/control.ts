@@ -33,7 +33,7 @@ export interface ControlContext {
   lanes: Lanes;
   clock: RedisClock;
   options: Pick<RunnerOptions, 'retentionMs' | 'prefetchMs'>;
-  /** Who asks (recorded as plannedBy), e.g. `cli@host`. */
+  /** Who asks (recorded as plannedBy), e.g. `alice@host` from the CLI (runner/cli/control-commands.ts cliIdentity). */
   by: string;
 }
 
