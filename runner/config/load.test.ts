@@ -189,6 +189,16 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(e.hint).toContain('30s');
   });
 
+  it('refuses a number where text is expected with the hint to quote it (cron: 5, name: 123)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: 123\n    cron: 5\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(r.errors).toHaveLength(2);
+    const name = expectError(r.errors, { line: 2, col: 11, field: 'schedules[0].name' });
+    expect(name.reason).toBe('expected string, got a number');
+    expect(name.hint).toBe('YAML reads 123 as a number: write it in quotes to make it text, e.g. name: "123"');
+    const cron = expectError(r.errors, { line: 3, col: 11, field: 'schedules[0].cron' });
+    expect(cron.hint).toBe('YAML reads 5 as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"');
+  });
+
   it('refuses a bad name (not a DNS-1123 label)', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: Ping_Billing\n    cron: "* * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     const e = only(r.errors, { line: 2, col: 11, field: 'schedules[0].name', code: 'SCHEMA_INVALID' });
