@@ -298,7 +298,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file), warnings: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at, doc), names: [], calendars: noFileCalendars(file), warnings: [] };
   }
   const locator = new Locator(doc, at);
   const protoErrors = protoKeyErrors(doc, file, at);
