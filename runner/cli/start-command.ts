@@ -35,7 +35,7 @@ import { startReplicaExtras } from '../api/replica-extras.js';
 import { DEFAULT_HISTORY_MS, MIN_HISTORY_MS } from '../history/config.js';
 import { LogCapture } from '../history/log-capture.js';
 import { packageVersion } from './package-info.js';
-import { addApiOptions, apiSettings } from './ui-command.js';
+import { addApiOptions, apiSettings, listenErrorMessage } from './ui-command.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
@@ -181,7 +181,13 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing });
-    stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
+    try {
+      stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (api && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')) throw new CliError(listenErrorMessage(api.listen, err));
+      throw err;
+    }
   })();
 
   let stopping: Promise<void> | undefined;

@@ -2,6 +2,7 @@
  * Messages of the CLI (the built package) against a real redis-server: what a mistyped name gets.
  */
 import { spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../../runner/redis/keys.js';
@@ -38,5 +39,36 @@ describe('runs --schedule with a name no replica runs', () => {
     const r = cli('runs', '--schedule', 'slow');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe('no run records of slow in namespace "msgs"\n');
+  });
+});
+
+describe('ui with a bad --listen or --api-token-file', () => {
+  it('says the port is in use and how to pick another (not listen EADDRINUSE)', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as AddressInfo).port;
+    try {
+      const r = cli('ui', '--listen', `127.0.0.1:${port}`);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toBe(
+        `cronflock: --listen 127.0.0.1:${port}: port ${port} is already in use (another process listens on it); pick another with --listen 127.0.0.1:<port> (port 0: any free port)\n`,
+      );
+    } finally {
+      busy.close();
+    }
+  });
+
+  it("says a port is out of range, with the dashboard's address as the example", () => {
+    const r = cli('ui', '--listen', '127.0.0.1:99999');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe('cronflock: --listen "127.0.0.1:99999": port 99999 is out of range; a port is 0–65535 (0: any free port), e.g. 127.0.0.1:8080\n');
+    expect(cli('ui', '--listen', 'nonsense').stderr).toBe('cronflock: --listen "nonsense" must be host:port, e.g. 127.0.0.1:8080\n');
+  });
+
+  it('names the token file that does not exist and the flag', () => {
+    const r = cli('ui', '--api-token-file', 'nonexist');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^cronflock: --api-token-file nonexist: no such file; give the path of an existing token file/);
+    expect(r.stderr).not.toContain('ENOENT');
   });
 });
