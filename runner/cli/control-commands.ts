@@ -3,7 +3,9 @@
  * runner/engine/control.ts). They need the same Redis and namespace as the replicas.
  */
 import { Command } from 'commander';
-import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
+import { durationArg, isoTimeArg, positiveIntArg } from './arg-parsers.js';
+import { toRunRecord, type RunRecord } from '../records/runs.js';
+import { formatDurationMs } from '../time/duration.js';
 import { hostname } from 'node:os';
 import {
   BACKFILL_CANCELLED,
@@ -44,6 +46,46 @@ export function cliIdentity(): string {
 /** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as {@link cliIdentity}. */
 async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
   await recordAudit(c.redis, c.keys, { who: c.by, via: 'cli', action, schedule, reason, outcome });
+}
+
+/** How long `trigger` waits by default for its occurrence to start or be skipped (`--wait`), and at most. */
+export const TRIGGER_WAIT_MS = 5_000;
+export const MAX_TRIGGER_WAIT_MS = 60_000;
+
+/**
+ * The run record of `key` once it has left `scheduled` (started, or skipped/missed by the concurrency policy,
+ * a blackout, a suspension …), polling every 100 ms for at most `waitMs`; still `scheduled` (or absent) then.
+ */
+async function firstOutcome(c: ControlContext, key: string, waitMs: number): Promise<RunRecord | null> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const r = toRunRecord(await c.redis.hgetall(c.keys.occurrence(key)));
+    if ((r && r.state !== 'scheduled') || Date.now() >= deadline) return r;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * What `trigger` says about its occurrence: started (running, or already finished), not run (skipped or missed,
+ * with the reason: e.g. Forbid with a run in progress; exit 1), or still queued after the wait. Each points at
+ * `cronflock runs` to follow it.
+ */
+export function triggerOutcome(
+  schedule: string,
+  key: string,
+  r: RunRecord | null,
+  waitedMs: number,
+): { state: string; reason?: string; runs: boolean; text: string } {
+  const follow = `follow it with: cronflock runs --schedule ${schedule}`;
+  const state = r?.state ?? 'scheduled';
+  if (state === 'skipped' || state === 'missed') {
+    return { state, ...(r?.reason ? { reason: r.reason } : {}), runs: false, text: `${key} was queued but not run: ${state}${r?.reason ? ` (${r.reason})` : ''}; ${follow}` };
+  }
+  if (state === 'scheduled') {
+    const waited = waitedMs > 0 ? `, not started within ${formatDurationMs(waitedMs)} (it waits for a backlog slot; the concurrency policy applies when it starts)` : '';
+    return { state, runs: true, text: `triggered ${key}: queued${waited}; ${follow}` };
+  }
+  return { state, ...(r?.reason ? { reason: r.reason } : {}), runs: true, text: `triggered ${key}: ${state}; ${follow}` };
 }
 
 type Flags = RedisFlags & { json?: boolean; reason?: string };
@@ -87,15 +129,18 @@ export function addControlCommands(program: Command): void {
   common(
     program
       .command('trigger')
-      .description('run a schedule now, as a manual occurrence (the concurrency policy applies)')
-      .argument('<schedule>', 'schedule name'),
-  ).action(async (schedule: string, o: Flags) => {
-    const key = await withControl(o, async (c) => {
+      .description('run a schedule now, as a manual occurrence (the concurrency policy applies), and say how it starts')
+      .argument('<schedule>', 'schedule name')
+      .option('--wait <duration>', 'how long to wait for the occurrence to start or be skipped (0: do not wait)', durationArg, TRIGGER_WAIT_MS),
+  ).action(async (schedule: string, o: Flags & { wait: number }) => {
+    const { key, record } = await withControl(o, async (c) => {
       const k = await trigger(c, schedule);
       await audit(c, 'trigger', schedule, o.reason, `triggered ${k}`);
-      return k;
+      return { key: k, record: await firstOutcome(c, k, Math.min(o.wait, MAX_TRIGGER_WAIT_MS)) };
     });
-    print(o, { occurrence: key }, `triggered ${key}`);
+    const out = triggerOutcome(schedule, key, record, Math.min(o.wait, MAX_TRIGGER_WAIT_MS));
+    print(o, { occurrence: key, state: out.state, ...(out.reason ? { reason: out.reason } : {}) }, out.text);
+    if (!out.runs) process.exitCode = 1;
   });
 
   common(
