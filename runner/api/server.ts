@@ -126,7 +126,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, err.status);
-    if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
+    if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, 400);
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     const redis = d.redisProblem?.(err);
     if (redis) {

@@ -198,6 +198,30 @@ describe('dashboard API', () => {
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
   });
 
+  it("refuses a backfill in the API's words: the body field named and set as field, a too-large range counted", async () => {
+    const reversed = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2023-01-01T00:00:00Z', to: '2020-01-01T00:00:00Z' }, bearer(OPERATOR_TOKEN));
+    expect(reversed.status).toBe(400);
+    expect(reversed.body.error).toEqual({
+      code: 'CONTROL_REFUSED',
+      message: 'body.from must not be after body.to (2023-01-01T00:00:00.000Z is after 2020-01-01T00:00:00.000Z)',
+      field: 'body.from',
+    });
+    // ok-job runs every 2 s: one day holds 43,200 due times.
+    const day = { from: '2026-01-01T00:00:00Z', to: '2026-01-01T23:59:59Z' };
+    const big = await post(guarded, '/api/v1/schedules/ok-job/backfill', { ...day, dryRun: true }, bearer(OPERATOR_TOKEN));
+    expect(big.status).toBe(400);
+    expect(big.body.error.field).toBe('body.to');
+    expect(big.body.error.message).toBe(
+      'the range holds 43,200 occurrences of "ok-job" (body.from 2026-01-01T00:00:00.000Z to body.to 2026-01-01T23:59:59.000Z); one backfill creates at most 10,000: backfill a shorter range at a time',
+    );
+    const hour = { from: '2026-01-01T00:00:00Z', to: '2026-01-01T00:59:59Z' };
+    const unconfirmed = await post(guarded, '/api/v1/schedules/ok-job/backfill', hour, bearer(OPERATOR_TOKEN));
+    expect(unconfirmed.status).toBe(400);
+    expect(unconfirmed.body.error.field).toBe('body.yes');
+    expect(unconfirmed.body.error.message).toContain('check it with body.dryRun, then run again with body.yes (or body.max 1800)');
+    expect(JSON.stringify([reversed.body, big.body, unconfirmed.body])).not.toMatch(/--(from|to|yes|max|dry-run)/);
+  });
+
   it('records the command line\'s actions in the same audit log, and `cronflock audit` prints it', async () => {
     // Not execFileSync: blocking this process for seconds starves the in-process dashboards, whose idle
     // keep-alive sockets then close under the next test's first request (ECONNRESET).
