@@ -198,6 +198,21 @@ describe('dashboard API', () => {
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
   });
 
+  it('refuses a query parameter a schedule does not take (?range=99y) with a 400, as the page refuses a range it does not show', async () => {
+    const r = await get(open, '/api/v1/schedules/ok-job?range=99y');
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({
+      code: 'BAD_PARAMETER',
+      message: 'query.range: this route takes no query parameters; for occurrences over a time range use GET /api/v1/schedules/ok-job/occurrences?from=…&to=…',
+      field: 'query.range',
+    });
+    expect((await get(open, '/api/v1/schedules/ok-job')).status).toBe(200);
+    const page = await get(open, '/schedules/ok-job?range=99y');
+    expect(page.status).toBe(400);
+    expect(page.text).toContain('range &quot;99y&quot; is not one of 1h, 24h or 7d');
+    for (const range of ['1h', '24h', '7d']) expect((await get(open, `/schedules/ok-job?range=${range}`)).status).toBe(200);
+  });
+
   it("refuses a backfill in the API's words: the body field named and set as field, a too-large range counted", async () => {
     const reversed = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2023-01-01T00:00:00Z', to: '2020-01-01T00:00:00Z' }, bearer(OPERATOR_TOKEN));
     expect(reversed.status).toBe(400);
