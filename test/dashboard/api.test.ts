@@ -8,7 +8,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenFile } from '../../runner/api/auth.js';
@@ -196,6 +196,17 @@ describe('dashboard API', () => {
     expect((await get(open, '/api/v1/audit?schedule=filler-03&limit=1')).body.items[0]).toMatchObject({ action: 'resume', reason: 'migration done' });
     const dry = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2020-01-01T00:00:00Z', to: '2023-01-01T00:00:00Z', dryRun: true }, bearer(OPERATOR_TOKEN));
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
+  });
+
+  it('filters by the states a latest result can have, and refuses an open state with the allowed ones (README lists them)', async () => {
+    expect((await get(open, '/api/v1/schedules?state=none')).status).toBe(200);
+    const running = await get(open, '/api/v1/schedules?state=running');
+    expect(running.status).toBe(400);
+    expect(running.body.error.field).toBe('query.state');
+    expect(running.body.error.message).toMatch(/allowed: .*succeeded.*failed.*missed.*skipped.*none/);
+    expect(running.body.error.message).not.toMatch(/allowed: .*(scheduled|retrying)/);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain('`state` (latest result: `succeeded`, `failed`, `missed`, `skipped`, `none`');
   });
 
   it('refuses a query parameter a schedule does not take (?range=99y) with a 400, as the page refuses a range it does not show', async () => {
