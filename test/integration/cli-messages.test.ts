@@ -72,3 +72,18 @@ describe('ui with a bad --listen or --api-token-file', () => {
     expect(r.stderr).not.toContain('ENOENT');
   });
 });
+
+describe('next -n', () => {
+  it('refuses more than the cap with a usage error (exit 2) saying the cap and how to see further', () => {
+    const r = spawnSync(process.execPath, [BIN, 'next', 'examples/schedules.yaml', '-n', '99999999'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("option '-n, --count <n>' argument '99999999' is invalid. must be at most 10,000, got 99999999; to see further, run next again with --from");
+    expect(r.stderr).not.toContain('calendar and blackouts');
+  });
+
+  it('prints the cap over several schedules as one table (Math.max(...rows) overflowed the stack)', () => {
+    const r = spawnSync(process.execPath, [BIN, 'next', 'examples/schedules.yaml', '-n', '10000', '--from', '2026-01-01T00:00:00Z'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000, maxBuffer: 1 << 30 });
+    expect(r.status, r.stderr.slice(0, 500)).toBe(0);
+    expect(r.stdout.split('\n').length).toBeGreaterThan(20_000);
+  });
+});
