@@ -2,7 +2,7 @@
  * `cronflock trigger | backfill | suspend | resume`: operate a running flock through Redis (see
  * runner/engine/control.ts). They need the same Redis and namespace as the replicas.
  */
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { durationArg, isoTimeArg, positiveIntArg } from './arg-parsers.js';
 import { toRunRecord, type RunRecord } from '../records/runs.js';
 import { formatDurationMs } from '../time/duration.js';
@@ -51,6 +51,13 @@ async function audit(c: ControlContext, action: AuditAction, schedule: string, r
 /** How long `trigger` waits by default for its occurrence to start or be skipped (`--wait`), and at most. */
 export const TRIGGER_WAIT_MS = 5_000;
 export const MAX_TRIGGER_WAIT_MS = 60_000;
+
+/** `--wait`: a duration up to {@link MAX_TRIGGER_WAIT_MS}; longer is refused (not shortened silently). */
+const waitArg = (v: string): number => {
+  const ms = durationArg(v);
+  if (ms > MAX_TRIGGER_WAIT_MS) throw new InvalidArgumentError(`must be at most 60s (got ${v}); follow a longer run with cronflock runs`);
+  return ms;
+};
 
 /**
  * The run record of `key` once it has left `scheduled` (started, or skipped/missed by the concurrency policy,
@@ -131,14 +138,14 @@ export function addControlCommands(program: Command): void {
       .command('trigger')
       .description('run a schedule now, as a manual occurrence (the concurrency policy applies), and say how it starts')
       .argument('<schedule>', 'schedule name')
-      .option('--wait <duration>', 'how long to wait for the occurrence to start or be skipped (0: do not wait)', durationArg, TRIGGER_WAIT_MS),
+      .option('--wait <duration>', 'how long to wait for the occurrence to start or be skipped (0: do not wait; at most 60s)', waitArg, TRIGGER_WAIT_MS),
   ).action(async (schedule: string, o: Flags & { wait: number }) => {
     const { key, record } = await withControl(o, async (c) => {
       const k = await trigger(c, schedule);
       await audit(c, 'trigger', schedule, o.reason, `triggered ${k}`);
-      return { key: k, record: await firstOutcome(c, k, Math.min(o.wait, MAX_TRIGGER_WAIT_MS)) };
+      return { key: k, record: await firstOutcome(c, k, o.wait) };
     });
-    const out = triggerOutcome(schedule, key, record, Math.min(o.wait, MAX_TRIGGER_WAIT_MS));
+    const out = triggerOutcome(schedule, key, record, o.wait);
     print(o, { occurrence: key, state: out.state, ...(out.reason ? { reason: out.reason } : {}) }, out.text);
     if (!out.runs) process.exitCode = 1;
   });

@@ -87,3 +87,11 @@ describe('next -n', () => {
     expect(r.stdout.split('\n').length).toBeGreaterThan(20_000);
   });
 });
+
+describe('trigger --wait', () => {
+  it('refuses a wait above 60s instead of shortening it silently', () => {
+    const r = spawnSync(process.execPath, [BIN, 'trigger', 'slow', '--wait', '10m'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('must be at most 60s (got 10m)');
+  });
+});
