@@ -42,11 +42,21 @@ const REUSE_FACTOR = 10;
 /** Connections held at once; the server drops more (probes and scrapes reconnect). */
 const MAX_CONNECTIONS = 256;
 
-/** Parses `host:port` (port 0: any free port). @throws Error with a hint when malformed. */
-export function parseListenAddress(s: string): { host: string; port: number } {
-  const m = /^(.*):(\d{1,5})$/.exec(s);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !m[1] || port > 65535) throw new Error(`admin address "${s}" must be host:port, e.g. 127.0.0.1:9464 (or "off")`);
+/**
+ * Parses `host:port` (port 0: any free port).
+ * @param what how the error names the address; `example` a valid one for the error (the default admin address
+ *   for `--admin`, the dashboard's for `--listen`).
+ * @throws Error with a hint when malformed, or saying the port is out of range (above 65535).
+ */
+export function parseListenAddress(
+  s: string,
+  what = 'admin address',
+  example = '127.0.0.1:9464 (or "off")',
+): { host: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(s);
+  if (!m || !m[1]) throw new Error(`${what} "${s}" must be host:port, e.g. ${example}`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new Error(`${what} "${s}": port ${m[2]} is out of range; a port is 0–65535 (0: any free port), e.g. ${example}`);
   return { host: m[1].replace(/^\[(.*)\]$/, '$1'), port };
 }
 

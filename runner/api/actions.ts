@@ -3,8 +3,11 @@
  * backfill` (runner/engine/control.ts, with its rules: backfill's dry run, 100-occurrence confirmation and --max),
  * each recorded in the audit log (runner/history/audit.ts) with who, what and why once it changed something.
  */
-import { backfill, BACKFILL_CANCELLED, cancelBackfill, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
+import { backfill, BACKFILL_CANCELLED, type BackfillNames, cancelBackfill, resume, suspend, trigger, type ControlContext } from '../engine/control.js';
 import { recordAudit, type AuditAction } from '../history/audit.js';
+
+/** The API's names of backfill's inputs (its body fields), for its refusals and their `field`. */
+export const API_BACKFILL_NAMES: BackfillNames = { from: 'body.from', to: 'body.to', dryRun: 'body.dryRun', yes: 'body.yes', max: 'body.max' };
 
 /** One action asked for. Times are UTC ms. */
 export type ActionRequest =
@@ -54,7 +57,7 @@ export async function performAction(c: ControlContext, who: { who: string; via: 
       break;
     }
     case 'backfill': {
-      const r = await backfill(c, a.schedule, a.fromMs, a.toMs, { dryRun: a.dryRun, yes: a.yes, max: a.max });
+      const r = await backfill(c, a.schedule, a.fromMs, a.toMs, { dryRun: a.dryRun, yes: a.yes, max: a.max, names: API_BACKFILL_NAMES });
       done = !r.dryRun && r.count > 0;
       const due = r.count > 0 ? `, due ${r.firstDueAt} to ${r.lastDueAt}` : '';
       message = r.dryRun

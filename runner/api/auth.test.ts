@@ -36,8 +36,18 @@ describe('token file', () => {
 
   it('refuses a bad file whole, naming the field and the fix', () => {
     expect(() => loadTokenFile(join(dir, 'missing'))).toThrow(TokenFileError);
+    expect(() => loadTokenFile(join(dir, 'missing'))).toThrow(
+      new TokenFileError(`--api-token-file ${join(dir, 'missing')}: no such file; give the path of an existing token file (or leave --api-token-file out: the dashboard is then read-only)`),
+    );
     expect(() => loadTokenFile(file('short', 'short\n'))).toThrow(/at least 16 characters/);
-    expect(() => loadTokenFile(file('role.yaml', 'tokens:\n  - {name: x, role: admin, token: xxxxxxxxxxxxxxxxxxxx}\n'))).toThrow(/tokens\.0\.role/);
+    const role = file('role.yaml', 'tokens:\n  - {name: x, role: admin, token: xxxxxxxxxxxxxxxxxxxx}\n');
+    expect(() => loadTokenFile(role)).toThrow(
+      new TokenFileError(
+        `--api-token-file ${role}:2:21: tokens[0].role: "admin" is not allowed; allowed: viewer, operator; ` +
+          'expected {reads: open|token, tokens: [{name, role: viewer|operator, token | sha256}]}',
+      ),
+    );
+    expect(() => loadTokenFile(file('syntax.yaml', 'tokens:\n  - {name: x\n'))).toThrow(/syntax\.yaml:\d+:\d+: not YAML\/JSON: /);
     expect(() => loadTokenFile(file('both.yaml', 'tokens:\n  - {name: x, role: viewer}\n'))).toThrow(/either token or sha256/);
     expect(() => loadTokenFile(file('sha.yaml', 'tokens:\n  - {name: x, role: viewer, sha256: abc}\n'))).toThrow(/64 hex digits/);
   });

@@ -17,7 +17,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 
 export type Role = 'viewer' | 'operator';
@@ -76,23 +76,46 @@ export function loadTokenFile(path: string): AccessRules {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new TokenFileError(`--api-token-file ${path}: ${(err as Error).message}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file; give the path of an existing token file (or leave --api-token-file out: the dashboard is then read-only)'
+        : code === 'EACCES'
+          ? 'cannot be read (permission denied); make it readable by the user cronflock runs as'
+          : code === 'EISDIR'
+            ? 'is a directory; give the token file inside it'
+            : (err as Error).message;
+    throw new TokenFileError(`--api-token-file ${path}: ${why}`);
   }
   const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
   if (lines.length === 1 && !/[:{[]/.test(lines[0]!)) {
     if (lines[0]!.length < 16) throw new TokenFileError(`--api-token-file ${path}: the token must be at least 16 characters (e.g. openssl rand -hex 24)`);
     return { actions: true, readsNeedToken: false, tokens: [{ name: 'operator', role: 'operator', sha256: sha(lines[0]!) }] };
   }
-  let doc: unknown;
-  try {
-    doc = parse(text);
-  } catch (err) {
-    throw new TokenFileError(`--api-token-file ${path}: not YAML/JSON: ${(err as Error).message}`);
+  const lineCounter = new LineCounter();
+  const parsed = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (parsed.errors.length > 0) {
+    const e = parsed.errors[0]!;
+    const { line, col } = lineCounter.linePos(e.pos[0]);
+    throw new TokenFileError(`--api-token-file ${path}:${line}:${col}: not YAML/JSON: ${e.message}`);
   }
+  const doc: unknown = parsed.toJS();
   const r = fileSchema.safeParse(doc);
   if (!r.success) {
     const i = r.error.issues[0]!;
-    throw new TokenFileError(`--api-token-file ${path}: ${i.path.join('.') || '(top level)'}: ${i.message}; expected {reads: open|token, tokens: [{name, role: viewer|operator, token | sha256}]}`);
+    const node = parsed.getIn(i.path as (string | number)[], true) as { range?: [number, number, number] } | undefined;
+    const pos = lineCounter.linePos(isNode(node) && node.range ? node.range[0] : 0);
+    const field = i.path.map((p, n) => (typeof p === 'number' ? `[${p}]` : n === 0 ? String(p) : `.${String(p)}`)).join('') || '(top level)';
+    const given = i.path.length > 0 ? parsed.getIn(i.path as (string | number)[]) : undefined;
+    const reason =
+      i.code === 'invalid_value' && 'values' in i
+        ? `${JSON.stringify(given)} is not allowed; allowed: ${(i.values as unknown[]).map(String).join(', ')}`
+        : i.code === 'unrecognized_keys'
+          ? `unknown field ${i.keys.map((k) => `"${k}"`).join(', ')}`
+          : i.message;
+    throw new TokenFileError(
+      `--api-token-file ${path}:${pos.line}:${pos.col}: ${field}: ${reason}; expected {reads: open|token, tokens: [{name, role: viewer|operator, token | sha256}]}`,
+    );
   }
   return {
     actions: true,

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { auditEntrySchema, NO_REASON } from '../history/audit.js';
-import { apiSchemas, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
+import { apiSchemas, FINAL_STATES, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
 
 const ms = z.number().describe('UTC ms (Redis clock)');
 const boolParam = z.enum(['true', 'false']);
@@ -87,7 +87,9 @@ export const listQuerySchema = z.object({
   cursor: z.string().optional().describe("a page's `next`"),
   prefix: z.string().optional().describe('names starting with this'),
   q: z.string().optional().describe('names containing this'),
-  state: z.enum([...runStateSchema.options, 'none']).optional().describe("the latest result's state (none: no result yet)"),
+  // Only final states are ever a latest result (redis/lua/includes/history.lua): an open state (running …) would
+  // be accepted and match nothing, so it is refused with the allowed values instead.
+  state: z.enum([...FINAL_STATES, 'none']).optional().describe("the latest result's state (none: no result yet)"),
   suspended: boolParam.optional(),
   overdue: boolParam.optional().describe('true: only schedules whose last expected occurrence has no success'),
   sort: z.enum(SORTS).default('name').describe('name; attention (overdue, then failing, first); next (next fire time); last (latest result first)'),

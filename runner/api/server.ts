@@ -148,7 +148,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}), ...err.extra } }, err.status);
-    if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message } }, 400);
+    if (err instanceof ControlError) return c.json({ error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) } }, 400);
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     const redis = d.redisProblem?.(err);
     if (redis) {
@@ -199,6 +199,16 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   api.get('/schedules/:name', async (c) => {
     const row = await rowOf(c.req.param('name'));
+    // It takes no query parameters: one given (?range=99y) is refused, not silently ignored.
+    const extra = Object.keys(c.req.query())[0];
+    if (extra !== undefined) {
+      throw new ApiError(
+        400,
+        'BAD_PARAMETER',
+        `query.${extra}: this route takes no query parameters; for occurrences over a time range use GET /api/v1/schedules/${row.name}/occurrences?from=…&to=…`,
+        `query.${extra}`,
+      );
+    }
     const now = d.index.nowMs();
     const [counts] = await counts24h(d.redis, d.keys, [row.name], now);
     const upcoming = upcomingOf(row, now, 5);

@@ -21,6 +21,18 @@ export const positiveIntArg = (v: string): number => {
   return n;
 };
 
+/**
+ * A whole number from 1 to `max`, for counts whose output grows with them (`next -n`): above `max` the error says
+ * the cap and how to see further (`hint`).
+ */
+export const boundedIntArg =
+  (max: number, hint: string) =>
+  (v: string): number => {
+    const n = positiveIntArg(v);
+    if (n > max) throw new InvalidArgumentError(`must be at most ${max.toLocaleString('en-US')}, got ${v}; ${hint}`);
+    return n;
+  };
+
 /** A whole number ≥ 0. */
 export const nonNegativeIntArg = (v: string): number => {
   const n = Number(v);

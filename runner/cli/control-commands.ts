@@ -2,8 +2,10 @@
  * `cronflock trigger | backfill | suspend | resume`: operate a running flock through Redis (see
  * runner/engine/control.ts). They need the same Redis and namespace as the replicas.
  */
-import { Command } from 'commander';
-import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
+import { Command, InvalidArgumentError } from 'commander';
+import { durationArg, isoTimeArg, positiveIntArg } from './arg-parsers.js';
+import { toRunRecord, type RunRecord } from '../records/runs.js';
+import { formatDurationMs } from '../time/duration.js';
 import { hostname } from 'node:os';
 import {
   BACKFILL_CANCELLED,
@@ -26,15 +28,71 @@ import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } f
 import { recordAudit, type AuditAction } from '../history/audit.js';
 import { userInfo } from 'node:os';
 
-/** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as `user@host`. */
-async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
+/**
+ * Who a control command acts as: `user@host` (`unknown@host` without a user name, e.g. a container without a
+ * passwd entry). The one rule for the audit log's `who` and what the action records (a suspension's `by`, an
+ * occurrence's `plannedBy`), so that `suspend` and `audit` name the same person.
+ */
+export function cliIdentity(): string {
   let user = 'unknown';
   try {
     user = userInfo().username;
   } catch {
-    /* no user name (a container without passwd entry) */
+    /* no user name */
   }
-  await recordAudit(c.redis, c.keys, { who: `${user}@${hostname()}`, via: 'cli', action, schedule, reason, outcome });
+  return `${user}@${hostname()}`;
+}
+
+/** Records a CLI action that changed something in the audit log (runner/history/audit.ts), as {@link cliIdentity}. */
+async function audit(c: ControlContext, action: AuditAction, schedule: string, reason: string | undefined, outcome: string): Promise<void> {
+  await recordAudit(c.redis, c.keys, { who: c.by, via: 'cli', action, schedule, reason, outcome });
+}
+
+/** How long `trigger` waits by default for its occurrence to start or be skipped (`--wait`), and at most. */
+export const TRIGGER_WAIT_MS = 5_000;
+export const MAX_TRIGGER_WAIT_MS = 60_000;
+
+/** `--wait`: a duration up to {@link MAX_TRIGGER_WAIT_MS}; longer is refused (not shortened silently). */
+const waitArg = (v: string): number => {
+  const ms = durationArg(v);
+  if (ms > MAX_TRIGGER_WAIT_MS) throw new InvalidArgumentError(`must be at most 60s (got ${v}); follow a longer run with cronflock runs`);
+  return ms;
+};
+
+/**
+ * The run record of `key` once it has left `scheduled` (started, or skipped/missed by the concurrency policy,
+ * a blackout, a suspension …), polling every 100 ms for at most `waitMs`; still `scheduled` (or absent) then.
+ */
+async function firstOutcome(c: ControlContext, key: string, waitMs: number): Promise<RunRecord | null> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const r = toRunRecord(await c.redis.hgetall(c.keys.occurrence(key)));
+    if ((r && r.state !== 'scheduled') || Date.now() >= deadline) return r;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * What `trigger` says about its occurrence: started (running, or already finished), not run (skipped or missed,
+ * with the reason: e.g. Forbid with a run in progress; exit 1), or still queued after the wait. Each points at
+ * `cronflock runs` to follow it.
+ */
+export function triggerOutcome(
+  schedule: string,
+  key: string,
+  r: RunRecord | null,
+  waitedMs: number,
+): { state: string; reason?: string; runs: boolean; text: string } {
+  const follow = `follow it with: cronflock runs --schedule ${schedule}`;
+  const state = r?.state ?? 'scheduled';
+  if (state === 'skipped' || state === 'missed') {
+    return { state, ...(r?.reason ? { reason: r.reason } : {}), runs: false, text: `${key} was queued but not run: ${state}${r?.reason ? ` (${r.reason})` : ''}; ${follow}` };
+  }
+  if (state === 'scheduled') {
+    const waited = waitedMs > 0 ? `, not started within ${formatDurationMs(waitedMs)} (it waits for a backlog slot; the concurrency policy applies when it starts)` : '';
+    return { state, runs: true, text: `triggered ${key}: queued${waited}; ${follow}` };
+  }
+  return { state, ...(r?.reason ? { reason: r.reason } : {}), runs: true, text: `triggered ${key}: ${state}; ${follow}` };
 }
 
 type Flags = RedisFlags & { json?: boolean; reason?: string };
@@ -53,7 +111,7 @@ function withControl<T>(o: Flags, fn: (c: ControlContext) => Promise<T>): Promis
         lanes,
         clock,
         options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs },
-        by: `cli@${hostname()}`,
+        by: cliIdentity(),
       });
     } catch (err) {
       if (err instanceof ControlError) throw new CliError(err.message);
@@ -78,15 +136,18 @@ export function addControlCommands(program: Command): void {
   common(
     program
       .command('trigger')
-      .description('run a schedule now, as a manual occurrence (the concurrency policy applies)')
-      .argument('<schedule>', 'schedule name'),
-  ).action(async (schedule: string, o: Flags) => {
-    const key = await withControl(o, async (c) => {
+      .description('run a schedule now, as a manual occurrence (the concurrency policy applies), and say how it starts')
+      .argument('<schedule>', 'schedule name')
+      .option('--wait <duration>', 'how long to wait for the occurrence to start or be skipped (0: do not wait; at most 60s)', waitArg, TRIGGER_WAIT_MS),
+  ).action(async (schedule: string, o: Flags & { wait: number }) => {
+    const { key, record } = await withControl(o, async (c) => {
       const k = await trigger(c, schedule);
       await audit(c, 'trigger', schedule, o.reason, `triggered ${k}`);
-      return k;
+      return { key: k, record: await firstOutcome(c, k, o.wait) };
     });
-    print(o, { occurrence: key }, `triggered ${key}`);
+    const out = triggerOutcome(schedule, key, record, o.wait);
+    print(o, { occurrence: key, state: out.state, ...(out.reason ? { reason: out.reason } : {}) }, out.text);
+    if (!out.runs) process.exitCode = 1;
   });
 
   common(

@@ -4,7 +4,8 @@
  * documents on stdout, ready for `kubectl apply -f -`). What has no equivalent is said on stderr and as a
  * comment above the Schedule; each result is also checked with cronflock's loader.
  *
- * Exit codes: 0 every CronJob converted; 1 some CronJob could not be (see stderr), the others are printed;
+ * Exit codes: 0 every CronJob converted; 1 some CronJob could not be, or cronflock's loader refuses a result (see
+ * stderr; the refused result is still printed, its reasons as comments, and the others are printed too);
  * 2 unreadable input, a YAML error (`file:line:col`), or no CronJob at all.
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
@@ -34,6 +35,7 @@ export function addConvertCommand(program: Command): void {
         throw new CliError(`no CronJob found in ${paths.length > 0 ? paths.join(', ') : 'stdin'}`);
       }
       const out: string[] = [];
+      let refusedByLoader = 0;
       for (const c of res.schedules) {
         const notes = [...c.warnings];
         // What cronflock's loader would say about the result (the CRD checks less than the loader).
@@ -41,6 +43,7 @@ export function addConvertCommand(program: Command): void {
           ...(c.schedule as unknown as ScheduleObject),
           metadata: { namespace: 'default', uid: 'converted', ...(c.schedule.metadata as { name: string }) },
         });
+        if (loaded.errors.length > 0) refusedByLoader++;
         for (const e of loaded.errors) {
           notes.push(`cronflock's loader refuses it: ${e}`);
           process.stderr.write(`${c.source}: ${c.subject}: cronflock's loader refuses the result: ${e}\n`);
@@ -50,7 +53,7 @@ export function addConvertCommand(program: Command): void {
       }
       process.stdout.write(out.join('---\n'));
       for (const n of res.notes) process.stderr.write(`${n.source}: ${n.subject ? `${n.subject}: ` : ''}${n.level}: ${n.message}\n`);
-      process.exitCode = res.notes.some((n) => n.level === 'error') ? 1 : 0;
+      process.exitCode = refusedByLoader > 0 || res.notes.some((n) => n.level === 'error') ? 1 : 0;
     });
 }
 

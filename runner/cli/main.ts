@@ -19,11 +19,11 @@
  * second SIGINT/SIGTERM forces it.
  */
 import { Command, CommanderError } from 'commander';
-import { isoTimeArg, positiveIntArg } from './arg-parsers.js';
+import { boundedIntArg, isoTimeArg } from './arg-parsers.js';
 import { loadSchedules } from '../config/load.js';
 import { addControlCommands } from './control-commands.js';
 import { addStoreCommands } from './store-commands.js';
-import { nextRows, noteOf, truncationNote, type NextRow } from './next-rows.js';
+import { MAX_NEXT_COUNT, nextRows, noteOf, truncationNote, type NextRow } from './next-rows.js';
 import { packageVersion } from './package-info.js';
 import { addConvertCommand } from './convert-command.js';
 import { addRbacCommand } from './rbac-command.js';
@@ -91,7 +91,12 @@ program
   .description("print upcoming due times, fire times and jitter window ends, in UTC and in the schedule's time zone")
   .argument('<path>', 'schedule file or directory')
   .option('-s, --schedule <name>', 'only this schedule')
-  .option('-n, --count <n>', 'occurrences per schedule', positiveIntArg, 5)
+  .option(
+    '-n, --count <n>',
+    `occurrences per schedule (at most ${MAX_NEXT_COUNT.toLocaleString('en-US')})`,
+    boundedIntArg(MAX_NEXT_COUNT, 'to see further, run next again with --from the last due time it printed'),
+    5,
+  )
   .option('--from <iso>', 'start after this instant (default: now)', isoTimeArg)
   .option('--hide-skipped', 'leave out occurrences the calendar or a blackout skips (-n counts the others)')
   .option('--json', 'print JSON')

@@ -49,6 +49,12 @@ export function gateSummary(s: { groupLimits?: GroupLimits; rateLimit?: RateLimi
 export const MAX_SCANNED = 100_000;
 
 /**
+ * The most occurrences `next -n` prints per schedule. Below {@link MAX_SCANNED}, so that a scan that stops at its
+ * limit always means the calendar or a blackout skipped due times (the reason {@link truncationNote} gives).
+ */
+export const MAX_NEXT_COUNT = 10_000;
+
+/**
  * The next `count` occurrences strictly after `fromMs`; with `hideSkipped`, the next `count` that run
  * (looking at most at {@link MAX_SCANNED} due times).
  * @returns the rows, and whether the scan stopped at its limit before finding `count` (then `scannedToMs`: the

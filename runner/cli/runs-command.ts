@@ -5,7 +5,8 @@ import type { Command } from 'commander';
 import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { positiveIntArg } from './arg-parsers.js';
-import { addOneShotRedisOptions, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { editDistance } from '../text/edit-distance.js';
 import { formatSpanMs, iso, table } from './text.js';
 
 /** A run record for `--json`: the record, with a result that is JSON (a job's return value) as JSON. */
@@ -66,6 +67,16 @@ function formatResults(runs: readonly RunRecord[]): string {
   return out;
 }
 
+/**
+ * What `runs --schedule <name>` says for a name that has no run records and that no replica runs: the names
+ * probably meant (edit distance ≤ 2, as `trigger` and the schedule files' keys use) and the known ones.
+ */
+export function unknownScheduleMessage(name: string, known: readonly string[], namespace: string): string {
+  const near = known.filter((k) => editDistance(k.toLowerCase(), name.toLowerCase(), 3) <= 2);
+  const hint = near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : '';
+  return `--schedule: no run records of "${name}" and no replica runs a schedule of that name in namespace "${namespace}"; ${hint}known schedules: ${known.join(', ')}`;
+}
+
 /** Adds `runs` to the program. */
 export function addRunsCommand(program: Command): void {
   const c = program
@@ -76,9 +87,16 @@ export function addRunsCommand(program: Command): void {
     .option('--json', 'print JSON')
     .option('--show', "also print each run's result (e.g. a cleanup report)");
   addOneShotRedisOptions(c).action(async (o: RedisFlags & { schedule?: string; limit: number; json?: boolean; show?: boolean }) => {
-    const runs = await withOneShotRedis(o, 'cannot read runs from', (redis) =>
-      listRuns(redis, new Keyspace(o.namespace), { schedule: o.schedule, limit: o.limit }),
-    );
+    const { runs, known } = await withOneShotRedis(o, 'cannot read runs from', async (redis) => {
+      const keys = new Keyspace(o.namespace);
+      const runs = await listRuns(redis, keys, { schedule: o.schedule, limit: o.limit });
+      // No records of a name no replica runs: probably a typo (records of a removed schedule are still listed).
+      const known = o.schedule !== undefined && runs.length === 0 ? (await redis.hkeys(keys.definitions)).sort() : [];
+      return { runs, known };
+    });
+    if (o.schedule !== undefined && runs.length === 0 && known.length > 0 && !known.includes(o.schedule)) {
+      throw new CliError(unknownScheduleMessage(o.schedule, known, o.namespace));
+    }
     if (o.json) process.stdout.write(`${JSON.stringify(runs.map(runForJson), null, 2)}\n`);
     else if (runs.length === 0) process.stdout.write(`no run records${o.schedule ? ` of ${o.schedule}` : ''} in namespace "${o.namespace}"\n`);
     else process.stdout.write(`${formatRuns(runs)}${o.show ? formatResults(runs) : ''}`);

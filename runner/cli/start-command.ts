@@ -35,7 +35,7 @@ import { startReplicaExtras } from '../api/replica-extras.js';
 import { DEFAULT_HISTORY_MS, MIN_HISTORY_MS } from '../history/config.js';
 import { LogCapture } from '../history/log-capture.js';
 import { packageVersion } from './package-info.js';
-import { addApiOptions, apiSettings } from './ui-command.js';
+import { addApiOptions, apiSettings, listenErrorMessage } from './ui-command.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
 import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
@@ -49,6 +49,24 @@ export interface RunMessage {
 export const STOP_LIMIT_MARGIN_MS = 30_000;
 
 const d = (ms: number): string => formatDurationMs(ms);
+
+/**
+ * Whether `start` also writes a schedule file's errors as JSON log lines (stdout) besides the `file:line:col`
+ * text (stderr): not when both are the same person's terminal, who would read every error twice; yes when the
+ * log goes elsewhere (a pipe, a file, a log collector), which must see them too.
+ */
+export function fileErrorsAlsoLogged(stdoutIsTTY: boolean, stderrIsTTY: boolean): boolean {
+  return !(stdoutIsTTY && stderrIsTTY);
+}
+
+/**
+ * What `start` says with no schedule path when it does not watch the cluster's Schedules either: the mode in
+ * force and why it does not watch, and the two ways to give it something to run.
+ */
+export function noPathMessage(mode: WatchMode): string {
+  const why = mode === 'off' ? '--watch-schedules is off' : '--watch-schedules is auto, which watches only in a Kubernetes pod';
+  return `nothing to run: no schedule path, and Schedules from the cluster are not watched (${why}); give a schedule file or directory, the --redis (or REDIS_URL) of a flock whose stored schedules to run, or use --watch-schedules on`;
+}
 
 /** Prints refused files' errors to stderr; returns the number of refused files. */
 export function reportLoad(res: LoadResult, verbose: boolean): number {
@@ -121,17 +139,16 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     throw new CliError((err as Error).message);
   }
   const first = sources.first;
+  const logFileErrors = fileErrorsAlsoLogged(process.stdout.isTTY === true, process.stderr.isTTY === true);
   for (const e of first.fileErrors) {
     process.stderr.write(`${e.format()}\n`);
-    log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
   }
   for (const w of first.fileWarnings) process.stderr.write(`warning: ${w.format()}\n`);
-  // Without a path (and without Schedules from the cluster) the replica runs the stored schedules alone
-  // (runner/store/), however many there are now: they may be added at any time.
   if (first.runs.length === 0 && !sources.watchingCluster && path !== undefined) throw new CliError(`no valid schedules in ${path}; nothing to run`);
   if (path === undefined && !sources.watchingCluster && o.redis === undefined) {
     // A private redis-server holds no stored schedules: nothing could ever run.
-    throw new CliError('no schedule path and no --redis (or REDIS_URL): give a schedule file or directory, or the Redis of a flock whose stored schedules to run');
+    throw new CliError(noPathMessage(o.watchSchedules as WatchMode));
   }
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
   let closeStored: (() => Promise<void>) | undefined;
@@ -174,11 +191,17 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     for (const e of sources.first.fileErrors) {
       if (first.fileErrors.some((f) => f.message === e.message)) continue;
       process.stderr.write(`${e.format()}\n`);
-      log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+      if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
     }
     await replica.reload(sources.schedules());
     if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.applied.size }, 'no schedule path: running the stored schedules alone');
-    stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
+    try {
+      stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (api && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')) throw new CliError(listenErrorMessage(api.listen, err));
+      throw err;
+    }
   })();
 
   let stopping: Promise<void> | undefined;

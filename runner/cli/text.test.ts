@@ -22,4 +22,11 @@ describe('printable', () => {
     for (const line of out.split('\n')) expect(line).not.toMatch(RAW_CONTROL);
     expect(out.split('\n')).toEqual(['WHO    WHY', 'alice  fix\\x1b]0;owned\\x07\\nFAKE ROW', 'bob    ok', '']);
   });
+
+  it('aligns a table of 200,000 rows (next -n 40000 over 4 schedules overflowed the call stack)', () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => [String(i), 'x']);
+    const out = table(['N', 'X'], rows);
+    expect(out.split('\n')[1]).toBe('0       x');
+    expect(out.split('\n').at(-2)).toBe('199999  x');
+  });
 });

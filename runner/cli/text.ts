@@ -44,7 +44,9 @@ export function printable(s: string): string {
  */
 export function table(head: readonly string[], cells: readonly (readonly string[])[], o: { right?: readonly number[] } = {}): string {
   const rows = cells.map((r) => r.map(printable));
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  // A loop, not Math.max(...cells): spreading 100,000+ arguments overflows the call stack.
+  const widths = head.map((h) => h.length);
+  for (const r of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, (r[i] ?? '').length);
   const line = (cells: readonly string[]): string =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : o.right?.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))

@@ -25,13 +25,32 @@ export function addApiOptions(c: Command, listenDefault: string | undefined): Co
     );
 }
 
+/**
+ * What the dashboard's `--listen` failure means and what to do: a port in use (another process, or another
+ * `cronflock ui`), a port that needs privileges, an address not on this machine; else Node's words.
+ */
+export function listenErrorMessage(listen: { host: string; port: number }, err: unknown): string {
+  const at = `--listen ${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}`;
+  const other = `pick another with --listen ${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:<port> (port 0: any free port)`;
+  switch ((err as NodeJS.ErrnoException)?.code) {
+    case 'EADDRINUSE':
+      return `${at}: port ${listen.port} is already in use (another process listens on it); ${other}`;
+    case 'EACCES':
+      return `${at}: not allowed to listen on port ${listen.port} (ports below 1024 need privileges); ${other}`;
+    case 'EADDRNOTAVAIL':
+      return `${at}: ${listen.host} is not an address of this machine; use 127.0.0.1, 0.0.0.0 (every interface) or one of its addresses`;
+    default:
+      return `${at}: cannot listen: ${(err as Error)?.message ?? String(err)}`;
+  }
+}
+
 /** The access rules and listen address from the flags. @throws CliError for a bad address or token file. */
 export function apiSettings(o: { listen?: string; apiTokenFile?: string }): { listen: { host: string; port: number }; rules: ReturnType<typeof loadTokenFile> } {
   let listen;
   try {
-    listen = parseListenAddress(o.listen ?? DEFAULT_UI_LISTEN);
+    listen = parseListenAddress(o.listen ?? DEFAULT_UI_LISTEN, '--listen', DEFAULT_UI_LISTEN);
   } catch (err) {
-    throw new CliError(`--listen: ${(err as Error).message.replace('admin address', 'address')}`);
+    throw new CliError((err as Error).message);
   }
   try {
     return { listen, rules: o.apiTokenFile ? loadTokenFile(o.apiTokenFile) : READ_ONLY };
@@ -61,7 +80,7 @@ export function addUiCommand(program: Command): void {
         redisTimeoutMs: (o.redisTimeout ?? DEFAULT_REDIS_TIMEOUT_S) * 1000,
       });
     } catch (err) {
-      throw new CliError(`cannot listen on ${o.listen}: ${(err as Error).message}`);
+      throw new CliError(listenErrorMessage(listen, err));
     }
     log.info(
       { url: ui.url, redis: redactRedisUrl(target.url), actions: rules.actions ? 'token' : 'off', readsNeedToken: rules.readsNeedToken },

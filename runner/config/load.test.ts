@@ -189,6 +189,16 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(e.hint).toContain('30s');
   });
 
+  it('refuses a number where text is expected with the hint to quote it (cron: 5, name: 123)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: 123\n    cron: 5\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(r.errors).toHaveLength(2);
+    const name = expectError(r.errors, { line: 2, col: 11, field: 'schedules[0].name' });
+    expect(name.reason).toBe('expected string, got a number');
+    expect(name.hint).toBe('YAML reads 123 as a number: write it in quotes to make it text, e.g. name: "123"');
+    const cron = expectError(r.errors, { line: 3, col: 11, field: 'schedules[0].cron' });
+    expect(cron.hint).toBe('YAML reads 5 as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"');
+  });
+
   it('refuses a bad name (not a DNS-1123 label)', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: Ping_Billing\n    cron: "* * * * *"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     const e = only(r.errors, { line: 2, col: 11, field: 'schedules[0].name', code: 'SCHEMA_INVALID' });
@@ -432,9 +442,44 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(escaped.errors.map((e) => e.reason)).not.toContain('this quoted string is never closed');
   });
 
-  it('refuses a duplicate YAML key', async () => {
+  it('refuses a duplicate YAML key, naming it and where the first one is', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    cron: "@hourly"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
-    only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' });
+    expect(only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' }).format()).toBe(
+      'test.yaml:4:5: key "cron" appears twice in this map (first at line 3:5)\n' +
+        '  hint: keep one of them: each key may appear once in a map (the later one would silently win)',
+    );
+  });
+
+  it("says the yaml library's syntax errors in our words, with a hint, where the line's text starts", async () => {
+    const first = `schedules:\n  - name: a\n    cron: "@daily"\n    job: ${HTTP_JOB}\n`;
+    const two = await parseScheduleText(`${first}---\nschedules: []\n`, 'test.yaml');
+    const multi = only(two.errors, { line: 5, col: 1, field: '', code: 'YAML_SYNTAX' });
+    expect(multi.reason).toBe('a second YAML document starts here (a --- line): a schedule file holds one document');
+    expect(multi.hint).toBe('remove the --- line, or put what follows in a file of its own in the same directory');
+
+    const shallow = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n  job: ${HTTP_JOB}\n`, 'test.yaml');
+    const indent = only(shallow.errors, { line: 4, col: 3, field: '', code: 'YAML_SYNTAX' });
+    expect(indent.reason).toBe('this line starts at column 3, not in the column of the keys of the map it follows');
+    expect(indent.hint).toBe('line 3 has its key at column 5; indent keys of one map to the same column (with spaces), or start a new list item with "- "');
+
+    const noDash = await parseScheduleText(`schedules:\n  - name: a\n   cron: "@daily"\n`, 'test.yaml');
+    const item = only(noDash.errors, { line: 3, col: 4, field: '', code: 'YAML_SYNTAX' });
+    expect(item.reason).toBe('this line is in a list but is neither a new item (- …) nor indented like the keys of the item above');
+    expect(item.hint).toBe('start a new item with "- ", or indent it to the column of the keys above (column 5, as on line 2)');
+
+    const tab = await parseScheduleText(`schedules:\n  - name: a\n\tcron: "@daily"\n`, 'test.yaml');
+    const t = only(tab.errors, { line: 3, col: 1, field: '', code: 'YAML_SYNTAX' });
+    expect(t.reason).toBe('a tab indents this line; YAML indentation must be spaces');
+    expect(t.hint).toContain('replace the tab with spaces');
+
+    const deep = await parseScheduleText(`schedules:\n  - name: a\n     cron: "@daily"\n`, 'test.yaml');
+    const d = only(deep.errors, { line: 2, col: 11, field: '', code: 'YAML_SYNTAX' });
+    expect(d.reason).toBe('line 3 is indented deeper than the key on this line, so YAML reads it as part of this value');
+
+    // None says the library's words.
+    for (const e of [...two.errors, ...shallow.errors, ...noDash.errors, ...tab.errors, ...deep.errors]) {
+      expect(e.reason).not.toMatch(/YAML\.parseAllDocuments|must start at the same column|without - indicator|Tabs are not allowed|compact mappings/);
+    }
   });
 
   it('refuses an empty file and an empty schedules list, with a hint', async () => {

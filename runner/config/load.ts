@@ -309,7 +309,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   let doc: Document | undefined = parseDocument(text, { ...YAML_OPTIONS, lineCounter });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
   if (doc.errors.length > 0) {
-    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at), names: [], calendars: noFileCalendars(file), warnings: [] };
+    return { schedules: [], errors: yamlErrors(doc.errors, file, text, at, doc), names: [], calendars: noFileCalendars(file), warnings: [] };
   }
   let located: Locator | undefined = new Locator(doc, at);
   const locator = (): Locator => (located ??= new Locator(parseDocument(text, YAML_OPTIONS), at));

@@ -102,9 +102,11 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: L
     const hint =
       issue.expected === 'boolean' && typeof given === 'string' && /^(yes|no|on|off|y|n)$/i.test(given)
         ? 'YAML 1.2 reads yes/no/on/off as text: write true or false'
-        : path.length === 0
-          ? 'a schedule file is a map with a "schedules:" list'
-          : undefined;
+        : issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')
+          ? quoteHint(last, given)
+          : path.length === 0
+            ? 'a schedule file is a map with a "schedules:" list'
+            : undefined;
     const expected = issue.expected === 'object' || issue.expected === 'record' ? 'a map' : issue.expected === 'array' ? 'a list' : issue.expected;
     return [
       {
@@ -215,3 +217,13 @@ function keyHint(key: string, allowed: string[]): string | undefined {
   return near ? `did you mean "${near.a}"? ${list}` : list;
 }
 
+
+/**
+ * How to write a number or true/false that YAML read where text is expected (`name: 123`, `cron: 5`): in
+ * quotes, as YAML reads unquoted digits and true/false as numbers and booleans; for `cron`, with an example.
+ */
+function quoteHint(key: string | number | undefined, given: number | boolean): string {
+  const quoted = JSON.stringify(String(given));
+  if (key === 'cron') return `YAML reads ${String(given)} as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"`;
+  return `YAML reads ${String(given)} as a ${typeof given}: write it in quotes to make it text, e.g. ${typeof key === 'string' ? `${key}: ` : ''}${quoted}`;
+}

@@ -17,6 +17,7 @@ import {
 } from 'yaml';
 import { ConfigError, fieldPath } from './errors.js';
 import { unclosedMessage, unclosedOpenings } from './yaml-unclosed.js';
+import { yamlMessage } from './yaml-messages.js';
 
 /** A field path: map keys and list indexes, outermost first. */
 export type Path = (string | number)[];
@@ -63,7 +64,8 @@ export function startsWith(path: Path, prefix: Path): boolean {
 }
 
 /**
- * YAML syntax errors, one per line (one mistake often yields several), with a hint for unquoted cron text. A
+ * YAML syntax errors, one per line (one mistake often yields several), in our words by the library's error code
+ * (yaml-messages.ts; `doc`, when given, names the first of two equal keys), with a hint for unquoted cron text. A
  * quoted string or `[`/`{` never closed is reported where it opens (yaml-unclosed.ts), and the library's errors
  * after that opening, which follow from it, are left out.
  */
@@ -72,8 +74,10 @@ export function yamlErrors(
   file: string,
   text: string,
   at: (offset: number) => { line: number; col: number },
+  doc?: Document,
 ): ConfigError[] {
   const seen = new Set<number>();
+  const lines = text.split(/\r?\n/);
   const out: ConfigError[] = [];
   const unclosed = unclosedOpenings(text);
   for (const u of unclosed) {
@@ -85,23 +89,12 @@ export function yamlErrors(
   const firstUnclosed = unclosed[0]?.offset ?? Infinity;
   for (const err of errs) {
     if (err.pos[0] > firstUnclosed) continue;
-    const { line, col } = at(err.pos[0]);
-    if (seen.has(line)) continue;
-    seen.add(line);
-    const lineText = text.split(/\r?\n/)[line - 1] ?? '';
-    const unquoted = /^\s*(-\s+)?cron:\s*[*@]/.test(lineText);
-    out.push(
-      new ConfigError({
-        code: 'YAML_SYNTAX',
-        file,
-        line,
-        col,
-        field: '',
-        reason: `YAML: ${err.message}`,
-        ...(unquoted ? { hint: 'quote cron expressions: * and @ cannot start a plain YAML value, e.g. cron: "*/5 * * * *"' } : {}),
-        cause: err,
-      }),
-    );
+    const m = yamlMessage(err, doc, lines, at);
+    if (seen.has(m.line)) continue;
+    seen.add(m.line);
+    const unquoted = /^\s*(-\s+)?cron:\s*[*@]/.test(lines[m.line - 1] ?? '');
+    const hint = unquoted ? 'quote cron expressions: * and @ cannot start a plain YAML value, e.g. cron: "*/5 * * * *"' : m.hint;
+    out.push(new ConfigError({ code: 'YAML_SYNTAX', file, line: m.line, col: m.col, field: '', reason: m.reason, ...(hint ? { hint } : {}), cause: err }));
   }
   return out;
 }

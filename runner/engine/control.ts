@@ -19,7 +19,14 @@ import { isLiveMember, type PublishedDefinition } from './definitions.js';
 /** A control operation refused; the message says why and what to do. */
 export class ControlError extends Error {
   readonly code = 'CONTROL_REFUSED';
-  constructor(message: string) {
+  /**
+   * @param field the input the refusal is about, in the caller's words ({@link BackfillNames}: `--from` for the
+   *   CLI, `body.from` for the API), when it is about one.
+   */
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(message);
     this.name = 'ControlError';
   }
@@ -33,7 +40,7 @@ export interface ControlContext {
   lanes: Lanes;
   clock: RedisClock;
   options: Pick<RunnerOptions, 'retentionMs' | 'prefetchMs'>;
-  /** Who asks (recorded as plannedBy), e.g. `cli@host`. */
+  /** Who asks (recorded as plannedBy), e.g. `alice@host` from the CLI (runner/cli/control-commands.ts cliIdentity). */
   by: string;
 }
 
@@ -97,7 +104,24 @@ export interface BackfillOptions {
   yes?: boolean;
   /** Refuse (write nothing) if more than this many would be created; confirms the size of a large range. */
   max?: number;
+  /** How the caller names the inputs in its errors (default: the CLI's flags; the API passes its body fields). */
+  names?: BackfillNames;
 }
+
+/** The names of backfill's inputs in a caller's words, for its error messages and {@link ControlError.field}. */
+export interface BackfillNames {
+  from: string;
+  to: string;
+  dryRun: string;
+  yes: string;
+  max: string;
+}
+
+/** The CLI's flag names (the default of {@link BackfillOptions.names}). */
+export const CLI_BACKFILL_NAMES: BackfillNames = { from: '--from', to: '--to', dryRun: '--dry-run', yes: '--yes', max: '--max' };
+
+/** Due times a dry run counts, at most, to say how many a too-large range holds. */
+export const MAX_BACKFILL_COUNTED = 1_000_000;
 
 /** Most occurrences one backfill may create. */
 export const MAX_BACKFILL = 10_000;
@@ -116,14 +140,23 @@ export const BACKFILL_CANCELLED = 'backfill cancelled';
  *   {@link BACKFILL_CONFIRM_ABOVE} (or `max`) without `yes`; nothing is written then.
  */
 export async function backfill(c: ControlContext, schedule: string, fromMs: number, toMs: number, o: BackfillOptions = {}): Promise<BackfillResult> {
-  if (!(fromMs <= toMs)) throw new ControlError('--from must not be after --to');
+  const n = o.names ?? CLI_BACKFILL_NAMES;
+  if (!(fromMs <= toMs)) throw new ControlError(`${n.from} must not be after ${n.to} (${iso(fromMs)} is after ${iso(toMs)})`, n.from);
   const def = await definitionOf(c, schedule);
   const due = compileCron(def.cron, def.timeZone, { hashSeed: schedule });
   const dues: number[] = [];
   for (let t = due.next(fromMs - 1); t !== null && t <= toMs; t = due.next(t)) {
     dues.push(t);
     if (dues.length > MAX_BACKFILL) {
-      throw new ControlError(`the range holds more than ${MAX_BACKFILL} occurrences of "${schedule}"; backfill a shorter range at a time`);
+      // A dry run is asked how large the range is: count on (bounded) to say it.
+      let total = dues.length;
+      if (o.dryRun) for (t = due.next(t); t !== null && t <= toMs && total < MAX_BACKFILL_COUNTED; t = due.next(t)) total++;
+      const holds = !o.dryRun ? `more than ${MAX_BACKFILL.toLocaleString('en-US')}` : total >= MAX_BACKFILL_COUNTED ? `at least ${total.toLocaleString('en-US')}` : total.toLocaleString('en-US');
+      throw new ControlError(
+        `the range holds ${holds} occurrences of "${schedule}" (${n.from} ${iso(fromMs)} to ${n.to} ${iso(toMs)}); one backfill creates at most ` +
+          `${MAX_BACKFILL.toLocaleString('en-US')}: backfill a shorter range at a time`,
+        n.to,
+      );
     }
   }
   const items = dues.map((dueMs) => ({ key: occurrenceKey(schedule, dueMs), dueMs }));
@@ -141,8 +174,9 @@ export async function backfill(c: ControlContext, schedule: string, fromMs: numb
     const what = `the range holds ${fresh.length} occurrences of "${schedule}" to backfill (due ${span(fresh).firstDueAt} to ${span(fresh).lastDueAt})`;
     throw new ControlError(
       o.max !== undefined
-        ? `${what}, more than --max ${o.max}; nothing was enqueued: narrow the range or raise --max`
-        : `${what}, more than ${BACKFILL_CONFIRM_ABOVE}; nothing was enqueued: check it with --dry-run, then run again with --yes (or --max ${fresh.length})`,
+        ? `${what}, more than ${n.max} ${o.max}; nothing was enqueued: narrow the range or raise ${n.max}`
+        : `${what}, more than ${BACKFILL_CONFIRM_ABOVE}; nothing was enqueued: check it with ${n.dryRun}, then run again with ${n.yes} (or ${n.max} ${fresh.length})`,
+      o.max !== undefined ? n.max : n.yes,
     );
   }
   const created = await c.store.enqueueBackfill({

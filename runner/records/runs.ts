@@ -52,7 +52,7 @@ export interface RunRecord {
   refused: number;
   /** Replica of the latest claim (or that closed it without a run). */
   replica?: string;
-  /** When it was recorded (Redis ms) and by whom (replica, or `cli@host` for trigger/backfill). */
+  /** When it was recorded (Redis ms) and by whom (replica, or `user@host` for trigger/backfill from the CLI). */
   plannedAt?: number;
   plannedBy?: string;
   /** schedule, manual (trigger), backfill or resume. */

@@ -65,7 +65,12 @@ export function mountUi(app: AnyHono, d: ApiDeps): void {
     const row = d.index.get(c.req.param('name'));
     if (!row) return c.html(errorPage('Not found', `No published schedule named "${c.req.param('name')}".`), 404);
     const now = d.index.nowMs();
-    const range = (['1h', '7d'] as const).find((r) => r === c.req.query('range')) ?? '24h';
+    const asked = c.req.query('range');
+    const range = (['1h', '24h', '7d'] as const).find((r) => r === (asked ?? '24h'));
+    if (!range) {
+      const msg = `range "${asked}" is not one of 1h, 24h or 7d (the timelines this page shows), e.g. /schedules/${row.name}?range=7d; for another span use GET /api/v1/schedules/${row.name}/occurrences?from=…&to=…`;
+      return c.html(errorPage('Bad range', msg), 400);
+    }
     const toMs = Math.ceil(now) + row.def.jitterMs + (range === '1h' ? 5_000 : 60_000);
     const fromMs = toMs - { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 }[range];
     const [[counts], occ, running] = await Promise.all([

@@ -8,7 +8,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenFile } from '../../runner/api/auth.js';
@@ -196,6 +196,56 @@ describe('dashboard API', () => {
     expect((await get(open, '/api/v1/audit?schedule=filler-03&limit=1')).body.items[0]).toMatchObject({ action: 'resume', reason: 'migration done' });
     const dry = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2020-01-01T00:00:00Z', to: '2023-01-01T00:00:00Z', dryRun: true }, bearer(OPERATOR_TOKEN));
     expect(dry.body).toMatchObject({ done: false, detail: { dryRun: true, count: 4 } });
+  });
+
+  it('filters by the states a latest result can have, and refuses an open state with the allowed ones (README lists them)', async () => {
+    expect((await get(open, '/api/v1/schedules?state=none')).status).toBe(200);
+    const running = await get(open, '/api/v1/schedules?state=running');
+    expect(running.status).toBe(400);
+    expect(running.body.error.field).toBe('query.state');
+    expect(running.body.error.message).toMatch(/allowed: .*succeeded.*failed.*missed.*skipped.*none/);
+    expect(running.body.error.message).not.toMatch(/allowed: .*(scheduled|retrying)/);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain('`state` (latest result: `succeeded`, `failed`, `missed`, `skipped`, `none`');
+  });
+
+  it('refuses a query parameter a schedule does not take (?range=99y) with a 400, as the page refuses a range it does not show', async () => {
+    const r = await get(open, '/api/v1/schedules/ok-job?range=99y');
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({
+      code: 'BAD_PARAMETER',
+      message: 'query.range: this route takes no query parameters; for occurrences over a time range use GET /api/v1/schedules/ok-job/occurrences?from=…&to=…',
+      field: 'query.range',
+    });
+    expect((await get(open, '/api/v1/schedules/ok-job')).status).toBe(200);
+    const page = await get(open, '/schedules/ok-job?range=99y');
+    expect(page.status).toBe(400);
+    expect(page.text).toContain('range &quot;99y&quot; is not one of 1h, 24h or 7d');
+    for (const range of ['1h', '24h', '7d']) expect((await get(open, `/schedules/ok-job?range=${range}`)).status).toBe(200);
+  });
+
+  it("refuses a backfill in the API's words: the body field named and set as field, a too-large range counted", async () => {
+    const reversed = await post(guarded, '/api/v1/schedules/filler-04/backfill', { from: '2023-01-01T00:00:00Z', to: '2020-01-01T00:00:00Z' }, bearer(OPERATOR_TOKEN));
+    expect(reversed.status).toBe(400);
+    expect(reversed.body.error).toEqual({
+      code: 'CONTROL_REFUSED',
+      message: 'body.from must not be after body.to (2023-01-01T00:00:00.000Z is after 2020-01-01T00:00:00.000Z)',
+      field: 'body.from',
+    });
+    // ok-job runs every 2 s: one day holds 43,200 due times.
+    const day = { from: '2026-01-01T00:00:00Z', to: '2026-01-01T23:59:59Z' };
+    const big = await post(guarded, '/api/v1/schedules/ok-job/backfill', { ...day, dryRun: true }, bearer(OPERATOR_TOKEN));
+    expect(big.status).toBe(400);
+    expect(big.body.error.field).toBe('body.to');
+    expect(big.body.error.message).toBe(
+      'the range holds 43,200 occurrences of "ok-job" (body.from 2026-01-01T00:00:00.000Z to body.to 2026-01-01T23:59:59.000Z); one backfill creates at most 10,000: backfill a shorter range at a time',
+    );
+    const hour = { from: '2026-01-01T00:00:00Z', to: '2026-01-01T00:59:59Z' };
+    const unconfirmed = await post(guarded, '/api/v1/schedules/ok-job/backfill', hour, bearer(OPERATOR_TOKEN));
+    expect(unconfirmed.status).toBe(400);
+    expect(unconfirmed.body.error.field).toBe('body.yes');
+    expect(unconfirmed.body.error.message).toContain('check it with body.dryRun, then run again with body.yes (or body.max 1800)');
+    expect(JSON.stringify([reversed.body, big.body, unconfirmed.body])).not.toMatch(/--(from|to|yes|max|dry-run)/);
   });
 
   it('records the command line\'s actions in the same audit log, and `cronflock audit` prints it', async () => {

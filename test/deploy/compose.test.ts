@@ -140,6 +140,13 @@ describe('docker-compose.yml', () => {
   it('has MinIO with a bucket for backups, and a k3s profile whose replica reaches the API server', () => {
     const { services: s } = load('k3s');
     expect(s.minio!.image).toMatch(/^minio\/minio/);
+    // The bucket exists before a replica starts, and no image is an unpinned :latest.
+    for (const name of ['runner', 'runner-k3s']) expect(s[name]!.depends_on!['minio-setup'], name).toEqual(expect.objectContaining({ condition: 'service_completed_successfully' }));
+    for (const [name, svc] of Object.entries(s)) if (svc.image) expect(svc.image, name).toMatch(/:(?!latest$)[^:/]+$/);
+    // The README says what MinIO is for without claiming a backup schedule the example files do not have.
+    const schedules = readFileSync(path.join(ROOT, 'examples/compose/schedules.yaml'), 'utf8');
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    if (!/kind: backup/.test(schedules)) expect(readme).toContain('The example schedules define no backup');
     expect(s['minio-setup']!.entrypoint!.join(' ')).toContain(s.runner!.environment!.CRONFLOCK_BACKUP_BUCKET!);
     expect(s.runner!.environment!.AWS_ENDPOINT_URL).toBe('http://minio:9000');
     expect(s.k3s!.profiles).toEqual(['k3s']);

@@ -3,7 +3,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../../runner/redis/keys.js';
@@ -171,7 +171,12 @@ describe('the cronflock command', () => {
       expect(s1.stdout).toBe('suspended quiet\n');
       const s2 = run(['suspend', 'quiet', ...redis]);
       expect(s2.status, s2.stderr).toBe(0);
-      expect(s2.stdout).toMatch(/^quiet was already suspended \(since \S+Z by cli@\S+: maintenance window\); nothing changed$/m);
+      expect(s2.stdout).toMatch(/^quiet was already suspended \(since \S+Z by (\S+): maintenance window\); nothing changed$/m);
+      // The same identity as the audit log gives the action (it said cli@host here and user@host there).
+      const me = `${userInfo().username}@${hostname()}`;
+      expect(s2.stdout.match(/by (\S+): maintenance/)?.[1]).toBe(me);
+      const audited = JSON.parse(run(['audit', '--json', ...redis]).stdout) as { who: string; action: string }[];
+      expect(audited.filter((a) => a.action === 'suspend').map((a) => a.who)).toEqual([me]);
 
       const text = run(['status', ...redis]);
       expect(text.status, text.stderr).toBe(0);
@@ -182,7 +187,7 @@ describe('the cronflock command', () => {
       expect(text.stdout).toMatch(/^ {2}SCHEDULE +CRON +ZONE +NEXT FIRE \(UTC\) +LAST RESULT +LAST SUCCESS +OVERDUE +SUSPENDED$/m);
       expect(text.stdout).toMatch(/^ {2}good +\* \* \* \* \* \* +UTC +\S+Z +succeeded \(\S+ ago\) +\S+ ago +0 +no$/m);
       expect(text.stdout).toMatch(/^ {2}bad +.* +failed: job failed: request failed.* ago\) +- +0 +no$/m);
-      expect(text.stdout).toMatch(/^ {2}quiet +0 0 1 1 \* +Europe\/Berlin +20\d\d-12-31T23:00:00Z +- +- +0 +yes, \S+ ago by cli@\S+: maintenance window$/m);
+      expect(text.stdout).toMatch(/^ {2}quiet +0 0 1 1 \* +Europe\/Berlin +20\d\d-12-31T23:00:00Z +- +- +0 +yes, \S+ ago by \S+@\S+: maintenance window$/m);
       expect(text.stdout).toMatch(/^backlog: \d+ planned and not yet claimed, 0 of them overdue/m);
 
       const json = JSON.parse(run(['status', '--json', ...redis]).stdout) as {

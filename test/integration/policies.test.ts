@@ -188,6 +188,25 @@ describe('policies across replicas', () => {
     expect(backfilled).toEqual([base, base + hour, base + 2 * hour, base + 3 * hour]); // each once, oldest first
   });
 
+  it('trigger says how its occurrence starts: running, or skipped under Forbid while a run is in progress (exit 1)', async () => {
+    flock = await Flock.start();
+    flock.receiver.holdMs.set('/slow', 8000);
+    const file = flock.writeSchedules(`schedules:
+  - name: slow
+    cron: "0 0 1 1 *"
+    concurrencyPolicy: Forbid
+    job: { kind: http, url: ${flock.receiver.url}/slow, timeout: 30s }
+`);
+    await flock.startReplica({ name: 'r1', schedules: file });
+    const first = cli(flock, ['trigger', 'slow']);
+    expect(first.status, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ state: 'running' });
+    const second = spawnSync(process.execPath, [BIN, 'trigger', 'slow', '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    expect(second.status, second.stderr).toBe(1); // it printed "triggered" and exited 0 while the run was skipped
+    expect(second.stdout).toMatch(/^slow@\S+~manual was queued but not run: skipped \(.+\); follow it with: cronflock runs --schedule slow\n$/);
+    expect(second.stdout).not.toMatch(/^triggered/);
+  });
+
   it('times a run out (its signal fires, recorded failed: timeout) and retries failures with backoff', async () => {
     flock = await Flock.start();
     flock.receiver.holdMs.set('to', 5000);
