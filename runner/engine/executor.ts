@@ -404,7 +404,7 @@ export class Executor {
       // can; past the horizon on the Redis clock, nobody could.
       if (await this.closeUnrun(base, 'skipped', unavailable, o.horizonMs)) return;
       this.log.debug({ occurrence: d.key, reason: unavailable }, 'cannot run it here; giving the delivery back');
-      return this.giveBackUntil(job, token, this.clock.now() + 1000);
+      return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
