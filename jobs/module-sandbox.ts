@@ -155,7 +155,7 @@ function session(kind: SandboxKind, task: HostTask, limits: SandboxLimits, ctx?:
         new SandboxError(
           endedBecause ??
             (loaded
-              ? `job ${kind} ${why} before finishing`
+              ? `job ${kind} ${why}${why.startsWith('ended itself') ? '' : ' before finishing'}`
               : `its ${kind} ${why} while loading${/exited with code/.test(why) ? ' (process.exit() in its top-level code?)' : ''}`),
           loaded ? 'run' : 'load',
         ),
@@ -311,7 +311,7 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
     return `ran out of memory (memoryLimitMb: ${limits.memoryLimitMb})`;
   }
   if (/cronflock: lease end reached/.test(stderrTail)) {
-    return "ended itself at the claim's lease end: the job did not stop after its signal fired, and the replica had not renewed the lease";
+    return "ended itself at the claim's lease end (the replica had not renewed it in time): the job did not stop after its signal fired";
   }
   if (signal) return `was killed by ${signal}${signal === 'SIGKILL' ? ' (by the kernel when memory ran out, or by someone else)' : ''}`;
   return `exited with code ${code}`;
