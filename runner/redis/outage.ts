@@ -21,6 +21,8 @@ interface ConnectionState {
 
 const states = new Set<ConnectionState>();
 const MAX_ERRORS = 5;
+/** What a failure says between a connection's close and the first word from its reconnect attempt. */
+export const CLOSED_NOTE = 'the connection to Redis closed; reconnecting';
 
 /** Follows a connection's state for {@link redisFailure}; `redacted` is its URL without the password. */
 export function trackConnection(client: ConnectionEvents, redacted: string): void {
@@ -36,7 +38,12 @@ export function trackConnection(client: ConnectionEvents, redacted: string): voi
     st.downSinceMs = undefined;
     st.errors.length = 0;
   });
-  client.on('close', () => (st.downSinceMs ??= Date.now()));
+  client.on('close', () => {
+    st.downSinceMs ??= Date.now();
+    // Commands fail at once after a close, before the reconnect attempt can say why (refused, timed out …):
+    // until it does, say what is known. A cause that arrives later is newer and wins (explain.ts).
+    if (st.errors.length === 0) error(CLOSED_NOTE);
+  });
   client.on('end', () => states.delete(st)); // closed for good (disconnect, quit): nothing to report
 }
 
