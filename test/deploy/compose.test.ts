@@ -139,7 +139,7 @@ describe('docker-compose.yml', () => {
 
   it('has MinIO with a bucket for backups, and a k3s profile whose replica reaches the API server', () => {
     const { services: s } = load('k3s');
-    expect(s.minio!.image).toMatch(/^minio\/minio/);
+    expect(s.minio!.image).toMatch(/^quay\.io\/minio\/minio:RELEASE\./);
     // The bucket exists before a replica starts, and no image is an unpinned :latest.
     for (const name of ['runner', 'runner-k3s']) expect(s[name]!.depends_on!['minio-setup'], name).toEqual(expect.objectContaining({ condition: 'service_completed_successfully' }));
     for (const [name, svc] of Object.entries(s)) if (svc.image) expect(svc.image, name).toMatch(/:(?!latest$)[^:/]+$/);
