@@ -103,7 +103,7 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: L
       issue.expected === 'boolean' && typeof given === 'string' && /^(yes|no|on|off|y|n)$/i.test(given)
         ? 'YAML 1.2 reads yes/no/on/off as text: write true or false'
         : issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')
-          ? quoteHint(last, given)
+          ? quoteHint(last, given, custom?.includes('not shown') === true)
           : path.length === 0
             ? 'a schedule file is a map with a "schedules:" list'
             : undefined;
@@ -220,9 +220,12 @@ function keyHint(key: string, allowed: string[]): string | undefined {
 
 /**
  * How to write a number or true/false that YAML read where text is expected (`name: 123`, `cron: 5`): in
- * quotes, as YAML reads unquoted digits and true/false as numbers and booleans; for `cron`, with an example.
+ * quotes, as YAML reads unquoted digits and true/false as numbers and booleans; for `cron`, with an example;
+ * without the value where the field's schema says its value is not shown.
  */
-function quoteHint(key: string | number | undefined, given: number | boolean): string {
+function quoteHint(key: string | number | undefined, given: number | boolean, secret: boolean): string {
+  // A field whose schema keeps its value out of messages (a header may hold a credential) gets the rule alone.
+  if (secret) return `YAML reads an unquoted ${typeof given} there: write the value in quotes to make it text`;
   const quoted = JSON.stringify(String(given));
   if (key === 'cron') return `YAML reads ${String(given)} as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"`;
   return `YAML reads ${String(given)} as a ${typeof given}: write it in quotes to make it text, e.g. ${typeof key === 'string' ? `${key}: ` : ''}${quoted}`;

@@ -41,7 +41,7 @@ describe('start with no schedule path outside a pod', () => {
     const r = spawnSync(process.execPath, [BIN, 'start'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('Schedules from the cluster are not watched (--watch-schedules is auto, which watches only in a Kubernetes pod)');
-    expect(r.stderr).toContain('give a schedule file or directory, or use --watch-schedules on');
+    expect(r.stderr).toContain('give a schedule file or directory, the --redis (or REDIS_URL) of a flock whose stored schedules to run, or use --watch-schedules on');
     const off = spawnSync(process.execPath, [BIN, 'start', '--watch-schedules', 'off'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
     expect(off.stderr).toContain('(--watch-schedules is off)');
   });
