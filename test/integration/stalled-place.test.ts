@@ -71,7 +71,7 @@ describe('a stalled run keeps its place (concurrencyPolicy Forbid)', () => {
     expect(next).toMatchObject({ state: 'skipped', reason: `overlap: ${first.key} stalled, to be claimed again (concurrencyPolicy Forbid)` });
     // A replica that checks for stalled jobs re-delivers the stalled run: claimed again (token 2), it succeeds.
     await flock.startReplica({ name: 'r3', schedules: file, args: quick });
-    await until(async () => (await flock.runs('fb')).find((r) => r.key === first.key)?.state === 'succeeded', 30_000, 'stalled run finished');
+    await until(async () => (await flock.runs('fb')).find((r) => r.key === first.key)?.state === 'succeeded', 60_000, 'stalled run finished');
     const stalled = (await flock.runs('fb')).find((r) => r.key === first.key)!;
     expect(stalled).toMatchObject({ state: 'succeeded', fencingToken: 2, attempt: 2, stalls: 1 });
     // Nothing ran beside it, and the stalled run was the first to run after the kill.
@@ -107,7 +107,7 @@ describe('a stalled run keeps its place (concurrencyPolicy Forbid)', () => {
     // Decided once Redis is back (by r2), while the run in flight is open but not running.
     await until(async () => (await flock.runs('slow').catch(() => [])).some((x) => x.dueMs === firstDue + 10_000 && x.state !== 'scheduled'), 20_000, 'next occurrence decided');
     r1.signal('SIGCONT');
-    await until(async () => (await flock.runs('slow').catch(() => [])).find((r) => r.key === first.key)?.state === 'succeeded', 30_000, 'run in flight finished');
+    await until(async () => (await flock.runs('slow').catch(() => [])).find((r) => r.key === first.key)?.state === 'succeeded', 60_000, 'run in flight finished');
     const rec = (await flock.runs('slow')).find((r) => r.key === first.key)!;
     expect(rec.fencingToken).toBeGreaterThanOrEqual(2);
     // After the restart, the run in flight ran first; nothing overlapped it.
