@@ -13,6 +13,7 @@
  *   api         --schedules 10000 --requests 300                              the dashboard's GET /api/v1/schedules latency
  *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
  *   script-args --claims 20000 --plans 200                                    claim/plan script cost, argument forms
+ *   store       --schedules 100000 --replicas 3 --rate 1000 --seconds 10    stored schedules followed by replicas vs BullMQ upsertJobScheduler
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *   results                                                                   rewrite bench/RESULTS.md from bench/current.json
  *
@@ -29,6 +30,7 @@ import { health } from './scenarios/health.js';
 import { idle } from './scenarios/idle.js';
 import { api } from './scenarios/api.js';
 import { scriptArgs } from './scenarios/script-args.js';
+import { store } from './scenarios/store.js';
 import { throughput } from './scenarios/throughput.js';
 import { soakMain } from './soak/main.js';
 
@@ -42,6 +44,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   api: () => api(flags),
   health: () => health(flags),
   'script-args': () => scriptArgs(flags),
+  store: () => store(flags),
   soak: () => soakMain(process.argv.slice(3)),
   results: async () => writeCurrent(),
 };

@@ -182,6 +182,7 @@ const SKEW_CLOCK = join(ROOT, 'test/support/skew-clock.mjs');
 /** Options of a replica process. */
 export interface ReplicaOptions {
   name: string;
+  /** The schedule path; empty: none (the replica runs the stored schedules alone). */
   schedules: string;
   redisUrl: string;
   /** Extra CLI flags, e.g. `['--lock', '1s']`. */
@@ -251,7 +252,7 @@ export class ReplicaProc {
       nodeArgs.push('--import', SKEW_CLOCK);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
     } else delete env.CRONFLOCK_TEST_CLOCK_OFFSET_MS;
-    const args = [...nodeArgs, BIN, 'start', o.schedules, '--redis', o.redisUrl, '--replica', o.name, ...(o.args ?? [])];
+    const args = [...nodeArgs, BIN, 'start', ...(o.schedules ? [o.schedules] : []), '--redis', o.redisUrl, '--replica', o.name, ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawnTracked(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProc(o, child);

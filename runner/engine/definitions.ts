@@ -78,6 +78,13 @@ export async function isLiveMember(redis: RedisClient, keys: Keyspace, replica: 
 const PUBLISH_CHUNK = 1000;
 /** Published definitions read per HSCAN page. */
 const DEFINITIONS_PAGE = 1000;
+/** Changed names read per page of the change log. */
+const CHANGES_PAGE = 2000;
+/**
+ * How many names the change log keeps (the newest changes): a replica further behind than this reads every
+ * definition again. A tick behind at 1,000 changes/s is a few thousand names.
+ */
+export const DEFINITIONS_LOG_KEEP = 50_000;
 
 /** The published definition of a schedule, as far as the rule needs it. */
 interface Winner {
@@ -89,8 +96,15 @@ interface Winner {
 /** The published definitions as this replica last read them, and the rule above. */
 export class Definitions {
   private winners = new Map<string, Winner>();
-  /** The distinct publishers among the winners (a handful): checked each tick instead of every schedule. */
-  private publishers = new Set<string>();
+  /**
+   * The distinct publishers among the winners (a handful), with how many winners each: checked each tick instead
+   * of every schedule.
+   */
+  private publishers = new Map<string, number>();
+  /** Names whose winner changed since {@link takeChanged} (null: possibly every name: a full read). */
+  private touched: Set<string> | null = null;
+  /** One string per publisher id, shared by its winners. */
+  private readonly interned = new Map<string, string>();
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine = new Map<string, CompiledSchedule>();
@@ -100,6 +114,8 @@ export class Definitions {
     private readonly replica: string,
     /** Who is a live member (the planner's membership view; every publisher counts as live before the first). */
     private readonly live: Pick<LiveReplicas, 'has'>,
+    /** How many names the change log keeps ({@link DEFINITIONS_LOG_KEEP}; smaller in tests of the fall-back). */
+    private readonly logKeep = DEFINITIONS_LOG_KEEP,
   ) {}
 
   private isLive(replica: string): boolean {
@@ -113,7 +129,7 @@ export class Definitions {
   async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(schedules, removed);
     this.mine = new Map(schedules.map((s) => [s.name, s]));
-    await this.refresh(true);
+    await this.refresh();
   }
 
   /**
@@ -131,10 +147,10 @@ export class Definitions {
   private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
-    let args: string[] = [this.replica];
+    let args: (string | number)[] = [this.replica, this.logKeep];
     const flush = async (removedNames: readonly string[]): Promise<void> => {
-      await Scripts.on(this.redis).run('publish-definitions', [this.keys.definitions, this.keys.definitionsVersion], [...args, '|', ...removedNames]);
-      args = [this.replica];
+      await Scripts.on(this.redis).run('publish-definitions', this.publishKeys(), [...args, '|', ...removedNames]);
+      args = [this.replica, this.logKeep];
     };
     for (const s of schedules) {
       const on = outboxOn(s);
@@ -158,45 +174,35 @@ export class Definitions {
         ...(s.labels !== undefined ? { labels: s.labels } : {}),
       };
       args.push(s.name, JSON.stringify(def));
-      if (args.length >= 2 * PUBLISH_CHUNK) await flush([]);
+      if (args.length >= 2 * PUBLISH_CHUNK + 2) await flush([]);
     }
     for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
-    if (args.length > 1 || removed.length === 0) await flush([]);
+    if (args.length > 2 || removed.length === 0) await flush([]);
+  }
+
+  private publishKeys(): string[] {
+    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog];
   }
 
   /**
-   * Re-reads the published definitions when their version changed (one GET otherwise), and re-publishes this
-   * replica's definitions of schedules whose winning publisher is no longer live.
-   * @returns true when the view changed (re-read or re-published).
+   * Brings the view up to date when the version of the published definitions changed (one GET otherwise): reads
+   * only the names changed since the version it holds, from the change log (lua/definitions-changes.lua), or
+   * everything when it has none yet or the log no longer reaches back to it. Then re-publishes this replica's
+   * definitions of schedules whose winning publisher is no longer live.
+   * @param full read everything even when the log would do.
+   * @returns true when the view changed (read or re-published).
    */
-  async refresh(force = false): Promise<boolean> {
+  async refresh(full = false): Promise<boolean> {
     const v = await this.redis.get(this.keys.definitionsVersion);
     let changed = false;
-    if (force || v !== this.version) {
-      // Read in pages (HSCAN), not with one HGETALL: 100,000 definitions are ~45 MB of JSON at once, which grew
-      // the heap for good. A definition published while the scan runs changes the version read above, so the
-      // next refresh reads again; one present throughout is returned (perhaps twice: the later one is kept).
-      const winners = new Map<string, Winner>();
-      const publishers = new Map<string, string>();
-      let cursor = '0';
-      do {
-        const [next, flat] = await this.redis.hscan(this.keys.definitions, cursor, 'COUNT', DEFINITIONS_PAGE);
-        for (let i = 0; i + 1 < flat.length; i += 2) {
-          const d = JSON.parse(flat[i + 1]!) as PublishedDefinition;
-          // One string per publisher, not per schedule.
-          let replica = publishers.get(d.replica);
-          if (replica === undefined) publishers.set(d.replica, (replica = d.replica));
-          winners.set(flat[i]!, { hash: d.definitionHash, replica, loadedAtMs: d.loadedAtMs });
-        }
-        cursor = next;
-      } while (cursor !== '0');
-      this.winners = winners;
-      this.publishers = new Set(publishers.keys());
-      this.version = v;
+    if (full || this.version === null) {
+      await this.readAll(v);
       changed = true;
+    } else if (v !== this.version) {
+      changed = await this.readChanges();
     }
     // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
-    if ([...this.publishers].every((r) => r === this.replica || this.isLive(r))) return changed;
+    if ([...this.publishers.keys()].every((r) => r === this.replica || this.isLive(r))) return changed;
     const candidates = [...this.mine.values()].filter((s) => {
       const w = this.winners.get(s.name);
       // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
@@ -205,10 +211,102 @@ export class Definitions {
     const orphaned = candidates.length === 0 ? candidates : await this.stillOrphaned(candidates);
     if (orphaned.length > 0) {
       await this.publishOnly(orphaned, []);
-      await this.refresh(true);
+      await this.refresh();
       return true;
     }
     return changed;
+  }
+
+  /** How the view was last brought up to date: full reads and change-log reads, and names read from the log. */
+  readonly reads = { full: 0, changes: 0, changedNames: 0 };
+
+  /** The version of the published definitions this view holds (null before the first read). */
+  get heldVersion(): string | null {
+    return this.version;
+  }
+
+  /**
+   * Reads every published definition, version `v` having been read first: a definition published while the scan
+   * runs takes a newer version, so the next refresh reads it from the log. In HSCAN pages, not one HGETALL:
+   * 100,000 definitions are ~45 MB of JSON at once, which grew the heap for good.
+   */
+  private async readAll(v: string | null): Promise<void> {
+    this.reads.full++;
+    this.touched = null;
+    this.winners = new Map<string, Winner>();
+    this.publishers = new Map<string, number>();
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.keys.definitions, cursor, 'COUNT', DEFINITIONS_PAGE);
+      // A name returned twice (HSCAN may) is set twice: the later value is kept.
+      for (let i = 0; i + 1 < flat.length; i += 2) this.set(flat[i]!, flat[i + 1]!);
+      cursor = next;
+    } while (cursor !== '0');
+    this.version = v ?? '0';
+  }
+
+  /**
+   * Reads the names changed since the held version, a page at a time, and applies them (a name without a
+   * definition is withdrawn). Falls back to {@link readAll} when the log cannot bring the view up to date.
+   */
+  private async readChanges(): Promise<boolean> {
+    this.reads.changes++;
+    for (;;) {
+      const keys = [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog];
+      const res = (await Scripts.on(this.redis).run('definitions-changes', keys, [this.version ?? '0', CHANGES_PAGE])) as (string | null)[];
+      if (res[0] === 'full') {
+        await this.readAll(res[1] ?? null);
+        return true;
+      }
+      let names = 0;
+      for (let i = 2; i + 1 < res.length; i += 2) {
+        names++;
+        const raw = res[i + 1];
+        if (raw === null || raw === undefined) this.delete(res[i]!);
+        else this.set(res[i]!, raw);
+      }
+      this.reads.changedNames += names;
+      this.version = res[1]!;
+      if (names < CHANGES_PAGE) return true;
+    }
+  }
+
+  /** Sets the winner of `name` from its published JSON, counting its publisher. */
+  private set(name: string, raw: string): void {
+    const d = JSON.parse(raw) as PublishedDefinition;
+    this.delete(name);
+    // One string per publisher, not per schedule.
+    let replica = this.interned.get(d.replica);
+    if (replica === undefined) this.interned.set(d.replica, (replica = d.replica));
+    this.winners.set(name, { hash: d.definitionHash, replica, loadedAtMs: d.loadedAtMs });
+    this.touched?.add(name);
+    this.publishers.set(replica, (this.publishers.get(replica) ?? 0) + 1);
+  }
+
+  /** Forgets the winner of `name`, if any, and its count for its publisher. */
+  private delete(name: string): void {
+    const w = this.winners.get(name);
+    if (w === undefined) return;
+    this.touched?.add(name);
+    this.winners.delete(name);
+    const n = (this.publishers.get(w.replica) ?? 1) - 1;
+    if (n > 0) this.publishers.set(w.replica, n);
+    else this.publishers.delete(w.replica);
+  }
+
+  /**
+   * The names whose published definition changed since the previous call (so whose {@link isCurrent} may answer
+   * differently), or true when any may have (a full read came in between); and starts counting again.
+   */
+  takeChanged(): true | string[] {
+    const t = this.touched;
+    this.touched = new Set();
+    return t === null ? true : [...t];
+  }
+
+  /** The winners by name, for tests that compare the view with a full read. */
+  snapshot(): Map<string, { hash: string; replica: string; loadedAtMs: number }> {
+    return new Map([...this.winners].map(([k, w]) => [k, { ...w }]));
   }
 
   /**

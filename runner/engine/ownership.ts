@@ -21,14 +21,39 @@ export interface Member {
 }
 
 /**
- * Digest of a replica's definitions: sha256 (hex, first 32 chars) over the sorted `name=definitionHash` lines.
- * Equal digests mean the replicas would plan the same occurrences.
+ * Digest of a set of definitions, kept up to date one schedule at a time: the XOR of every schedule's
+ * sha256(`name=definitionHash`) (first 128 bits). A set has one digest whatever the order it was built in, and
+ * adding or removing a schedule costs one hash, not a pass over all of them (stored schedules change one at a
+ * time, up to thousands a second). Each name counts once (the planner holds one definition per name).
+ */
+export class DefinitionsDigest {
+  private readonly words = new Uint32Array(4);
+
+  /** Adds a schedule's definition, or removes it again (XOR is its own inverse). */
+  toggle(name: string, definitionHash: string): void {
+    const d = createHash('sha256').update(`${name}=${definitionHash}`).digest();
+    for (let i = 0; i < 4; i++) this.words[i]! ^= d.readUInt32BE(4 * i);
+  }
+
+  /** The digest now: 32 hex digits. */
+  value(): string {
+    return [...this.words].map((w) => w.toString(16).padStart(8, '0')).join('');
+  }
+
+  /** A digest of `schedules`. */
+  static of(schedules: readonly Pick<CompiledSchedule, 'name' | 'definitionHash'>[]): DefinitionsDigest {
+    const d = new DefinitionsDigest();
+    for (const s of schedules) d.toggle(s.name, s.definitionHash);
+    return d;
+  }
+}
+
+/**
+ * Digest of a replica's definitions ({@link DefinitionsDigest}: 32 hex digits). Equal digests mean the replicas
+ * would plan the same occurrences.
  */
 export function definitionsDigest(schedules: readonly Pick<CompiledSchedule, 'name' | 'definitionHash'>[]): string {
-  const lines = schedules.map((s) => `${s.name}=${s.definitionHash}`).sort();
-  const h = createHash('sha256');
-  for (const l of lines) h.update(l).update('\n');
-  return h.digest('hex').slice(0, 32);
+  return DefinitionsDigest.of(schedules).value();
 }
 
 /** 32-bit FNV-1a of a string (UTF-16 code units): fast, stable across processes and platforms. */

@@ -40,7 +40,7 @@ import { keepFireTimes, type Candidate } from './dispositions.js';
 import { applyWindows } from './windows.js';
 import { MinHeap } from './heap.js';
 import type { EngineEvents } from './events.js';
-import { definitionsDigest, OwnershipView, type LiveReplicas } from './ownership.js';
+import { definitionsDigest, DefinitionsDigest, OwnershipView, type LiveReplicas } from './ownership.js';
 import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
@@ -61,9 +61,9 @@ export interface PlannerRequirements {
   mayPlan?: (s: CompiledSchedule) => boolean;
   /**
    * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
-   * what `mayPlan` answers may have changed.
+   * what `mayPlan` answers may have changed for any schedule, the names when only for those.
    */
-  beforeTick?: () => Promise<boolean | void>;
+  beforeTick?: () => Promise<boolean | readonly string[] | void>;
 }
 
 /** Plans occurrences of a set of schedules; one per replica. */
@@ -85,6 +85,13 @@ export class Planner {
   private seq = 0;
   /** Digest of the definitions this replica plans; planning is divided only among replicas that agree on it. */
   private digest = '';
+  /**
+   * Schedules added or changed by {@link applyChanges} while not plannable here (their new definition not yet
+   * the published one): when they become plannable they start at the change (their cursor), not as a take-over.
+   */
+  private readonly fresh = new Set<string>();
+  /** {@link digest} kept up to date schedule by schedule as {@link applyChanges} changes {@link current}. */
+  private digests = new DefinitionsDigest();
   /** This replica's membership view of the latest tick (undefined before the first heartbeat). */
   private view: OwnershipView | undefined;
   /** Occurrences this replica newly enqueued / recorded final, for logs and tests. */
@@ -122,7 +129,8 @@ export class Planner {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
     this.current = new Map(schedules.map((s) => [s.name, s]));
-    this.digest = definitionsDigest(schedules);
+    this.digests = DefinitionsDigest.of([...this.current.values()]);
+    this.digest = this.digests.value();
     this.view = undefined;
     for (const s of schedules) {
       const wm = wms.get(s.name);
@@ -167,7 +175,8 @@ export class Planner {
       }
     }
     this.current = next;
-    this.digest = definitionsDigest(schedules);
+    this.digests = DefinitionsDigest.of([...next.values()]);
+    this.digest = this.digests.value();
     // Added and changed schedules start at now (above), not at what a take-over would re-offer.
     this.plannable = undefined;
     return diff;
@@ -177,14 +186,17 @@ export class Planner {
    * Applies changes to some schedules only (stored schedules: runner/sources/stored.ts), by the rule of
    * {@link update}: an unchanged definition keeps its place, a changed one applies from its next due time after
    * now, an added one starts at now, a removed one is no longer planned. The others are not looked at (the
-   * digest is recomputed).
+   * digest is updated for the changed ones only).
    * @returns the names added, changed and removed.
    */
   applyChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): { added: string[]; changed: string[]; removed: string[] } {
     const now = this.clock.now();
     const diff = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
     for (const name of removed) {
-      if (!this.current.delete(name)) continue;
+      const gone = this.current.get(name);
+      if (!gone) continue;
+      this.current.delete(name);
+      this.digests.toggle(name, gone.definitionHash);
       this.cursors.delete(name);
       diff.removed.push(name);
     }
@@ -192,14 +204,32 @@ export class Planner {
       const old = this.current.get(s.name);
       if (old && old.definitionHash === s.definitionHash) continue;
       (old ? diff.changed : diff.added).push(s.name);
+      if (old) this.digests.toggle(old.name, old.definitionHash);
+      this.digests.toggle(s.name, s.definitionHash);
       this.current.set(s.name, s);
       this.cursors.set(s.name, now);
       const due = s.due.next(now);
       if (due !== null) this.heap.push(due, s);
     }
     if (diff.added.length + diff.changed.length + diff.removed.length > 0) {
-      this.digest = definitionsDigest([...this.current.values()]);
-      this.plannable = undefined;
+      this.digest = this.digests.value();
+      // Only the touched names are looked at again; added and changed ones start at now (above), not gained.
+      const view = this.view;
+      if (this.plannable !== undefined && view !== undefined) {
+        for (const name of diff.removed) {
+          this.plannable.delete(name);
+          this.fresh.delete(name);
+        }
+        for (const name of [...diff.added, ...diff.changed]) {
+          const s = this.current.get(name)!;
+          if (this.mayPlan(s) && view.owns(name)) this.plannable.add(name);
+          else {
+            this.plannable.delete(name);
+            // Plannable once its definition is published (the next look at it): from now, not as a take-over.
+            this.fresh.add(name);
+          }
+        }
+      } else this.plannable = undefined;
     }
     return diff;
   }
@@ -224,7 +254,7 @@ export class Planner {
    * owner changes to this replica, or when this replica's definition becomes the one to plan again (its newer
    * rival's publisher left): both are re-checked only when the membership or the definitions changed.
    */
-  private async refreshView(definitionsChanged: boolean): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
+  private async refreshView(definitionsChanged: boolean | readonly string[]): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
     const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
     const before = this.view;
     const view = new OwnershipView(members, this.opts.replica, this.digest);
@@ -232,11 +262,26 @@ export class Planner {
     const membershipChanged = before !== undefined && !before.sameAs(view);
     const liveChanged = this.needs.live.update(members.map((m) => m.replica));
     const gained: CompiledSchedule[] = [];
-    if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged) {
+    if (this.plannable !== undefined && !membershipChanged && !liveChanged && Array.isArray(definitionsChanged)) {
+      // Only these names' published definitions changed: only they are looked at again (not every schedule).
+      for (const name of definitionsChanged as readonly string[]) {
+        const s = this.current.get(name);
+        if (s && this.mayPlan(s) && view.owns(name)) {
+          if (!this.plannable.has(name)) {
+            this.plannable.add(name);
+            if (!this.fresh.delete(name)) gained.push(s);
+          }
+        } else this.plannable.delete(name);
+      }
+    } else if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged === true) {
       const now = new Set<string>();
       for (const s of this.current.values()) if (this.mayPlan(s) && view.owns(s.name)) now.add(s.name);
-      if (this.plannable !== undefined) for (const name of now) if (!this.plannable.has(name)) gained.push(this.current.get(name)!);
+      if (this.plannable !== undefined) {
+        for (const name of now) if (!this.plannable.has(name) && !this.fresh.has(name)) gained.push(this.current.get(name)!);
+      }
       this.plannable = now;
+      // A fresh change not plannable now waits for a membership change, which is a take-over again.
+      this.fresh.clear();
     }
     if (membershipChanged) {
       this.log.info({ replicas: view.sharing.length || members.length, divided: view.divided, gained: gained.length }, 'planning membership changed');
@@ -264,7 +309,8 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
-    const definitionsChanged = (await this.needs.beforeTick?.()) === true;
+    const before = await this.needs.beforeTick?.();
+    const definitionsChanged = before === true || Array.isArray(before) ? (before as true | readonly string[]) : false;
     const { view, gained } = await this.refreshView(definitionsChanged);
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;

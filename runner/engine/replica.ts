@@ -237,7 +237,7 @@ export class Replica {
         events,
         live,
         mayPlan: (s) => definitions.isCurrent(s),
-        beforeTick: () => definitions.refresh(),
+        beforeTick: async () => ((await definitions.refresh()) ? definitions.takeChanged() : false),
       });
       const executor = new Executor(store, keys, wrk, clock, o, log, {
         events,

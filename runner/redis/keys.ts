@@ -137,6 +137,21 @@ export class Keyspace {
     return `${this.ns}:defs:version`;
   }
   /**
+   * ZSET schedule → the version of {@link Keyspace.definitionsVersion} its latest publication or withdrawal took:
+   * the change log replicas read instead of the whole hash (lua/definitions-changes.lua); capped (the oldest
+   * names are dropped, raising the floor in {@link Keyspace.definitionsLog}).
+   */
+  get definitionsChanges(): string {
+    return `${this.ns}:defs:changes`;
+  }
+  /**
+   * HASH `floor` (the highest version dropped from {@link Keyspace.definitionsChanges}: a reader holding an older
+   * one reads everything) and `logged` (the version after the latest logged change).
+   */
+  get definitionsLog(): string {
+    return `${this.ns}:defs:changes:state`;
+  }
+  /**
    * HASH of one stored schedule (runner/store/): `def` (the definition as JSON, as a schedule file's entry),
    * `version` (from {@link Keyspace.storeVersion}), `updatedAtMs` (Redis time), `by` (who wrote it).
    */

@@ -117,10 +117,11 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: [1, 0, 0],
     },
     'publish-definitions': {
-      keys: [k.definitions, k.definitionsVersion],
-      argv: ['a', 's', JSON.stringify({ cron: '* * * * *', definitionHash: 'h1', replica: 'a' }), '|', 'gone'],
+      keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog],
+      argv: ['a', 100, 's', JSON.stringify({ cron: '* * * * *', definitionHash: 'h1', replica: 'a' }), '|', 'gone'],
       returns: 1,
     },
+    'definitions-changes': { keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog], argv: [0, 100], returns: ['changes', '0'] },
     'is-live-member': { before: () => redis.zadd(k.replicas, now + 60_000, 'a'), keys: [k.replicas], argv: ['a'], returns: 1 },
     time: { keys: [k.ns], argv: [], returns: [expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/)] },
     'job-lock-acquire': { keys: [k.jobLock('l'), k.jobFence('l')], argv: ['owner', 2000], returns: [1, anyNumber] },

@@ -50,6 +50,7 @@ export const SCRIPT_NAMES = [
   'backfill-admit',
   'backfill-cancel',
   'publish-definitions',
+  'definitions-changes',
   'is-live-member',
   'time',
   'job-lock-acquire',

@@ -42,6 +42,8 @@ export class StoredSchedules {
   private lastId = '0-0';
   private stopped = false;
   private loop: Promise<void> | undefined;
+  /** The highest store version whose change this replica has applied from the stream (0: none yet). */
+  appliedVersion = 0;
   /** Full reads after a trimmed stream (for tests and logs). */
   fullReads = 0;
 
@@ -96,6 +98,10 @@ export class StoredSchedules {
             } else if (!have || s.version > have.version) upserted.push(s);
           }
           await this.applyDiff(upserted, removed, apply);
+          // When this replica applied which version: how far behind the store it is (the bench's time from an
+          // upsert to every replica applying it reads this line).
+          this.appliedVersion = Math.max(this.appliedVersion, ...changes.map((c) => c.version));
+          this.log.info({ upToVersion: this.appliedVersion, changes: changes.length }, 'stored schedule changes applied');
         } catch (err) {
           if (this.stopped) break;
           this.log.warn({ err: (err as Error).message }, 'following the stored schedules failed; retrying');

@@ -2,20 +2,42 @@
   publish-definitions: publish a replica's schedule definitions, the rule being "the definition loaded last
   wins" (runner/engine/definitions.ts). For each schedule: the same hash as published only names the caller as
   its publisher; a different one replaces it, stamped with the Redis time. Then the caller withdraws the names
-  it no longer runs, where its own publication is the current one. The version counter is bumped on any
-  change, so readers re-read the hash only when it changed.
+  it no longer runs, where its own publication is the current one.
+
+  Every changed name takes the next value of the version counter and is recorded with it in the change log (ZSET
+  name → the version of its latest change), so that readers read only the names changed since the version they
+  hold (definitions-changes.lua). The log keeps the newest ARGV[2] names; `floor` (the highest version dropped
+  from it) tells a reader from before it that it must read everything. `logged` is the version after the latest
+  logged change: a write that bumped the version without logging (a replica of an older cronflock in a rollout)
+  leaves it behind the version, and then the next logged write raises the floor to the version first.
 
   KEYS[1] definitions (HASH schedule → JSON)
   KEYS[2] version (counter)
+  KEYS[3] change log (ZSET name → version)
+  KEYS[4] change log's state (HASH: floor, logged)
   ARGV[1] replica
-  ARGV[2..] pairs of name and JSON (without loadedAtMs: the script stamps it with the Redis time), then '|'
+  ARGV[2] how many names the change log keeps
+  ARGV[3..] pairs of name and JSON (without loadedAtMs: the script stamps it with the Redis time), then '|'
     and the names this replica no longer runs
   Returns: 1 when something changed (and the version was bumped), else 0.
 ]]
 -- @include "includes/now.lua"
 
-local changed = false
-local i = 2
+local keep = tonumber(ARGV[2])
+local version = tonumber(redis.call('GET', KEYS[2]) or '0')
+local logged = tonumber(redis.call('HGET', KEYS[4], 'logged') or '0')
+local first = true
+local function changed(name)
+  if first then
+    first = false
+    -- A version bumped without logging: nobody holding an older version may read only the log.
+    if logged ~= version then redis.call('HSET', KEYS[4], 'floor', version) end
+  end
+  version = redis.call('INCR', KEYS[2])
+  redis.call('ZADD', KEYS[3], version, name)
+end
+
+local i = 3
 while ARGV[i] ~= '|' do
   local name, mine = ARGV[i], cjson.decode(ARGV[i + 1])
   local raw = redis.call('HGET', KEYS[1], name)
@@ -26,12 +48,12 @@ while ARGV[i] ~= '|' do
     if cur.replica ~= ARGV[1] then
       cur.replica = ARGV[1]
       redis.call('HSET', KEYS[1], name, cjson.encode(cur))
-      changed = true
+      changed(name)
     end
   else
     mine.loadedAtMs = now
     redis.call('HSET', KEYS[1], name, cjson.encode(mine))
-    changed = true
+    changed(name)
   end
   i = i + 2
 end
@@ -39,8 +61,16 @@ for j = i + 1, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[j])
   if raw and cjson.decode(raw).replica == ARGV[1] then
     redis.call('HDEL', KEYS[1], ARGV[j])
-    changed = true
+    changed(ARGV[j])
   end
 end
-if changed then redis.call('INCR', KEYS[2]) return 1 end
-return 0
+if first then return 0 end
+local over = redis.call('ZCARD', KEYS[3]) - keep
+if over > 0 then
+  local dropped = redis.call('ZPOPMIN', KEYS[3], over)
+  -- Only ever raised: a floor set above for an unlogged write may be higher than what is dropped.
+  local floor = tonumber(redis.call('HGET', KEYS[4], 'floor') or '0')
+  if tonumber(dropped[#dropped]) > floor then redis.call('HSET', KEYS[4], 'floor', dropped[#dropped]) end
+end
+redis.call('HSET', KEYS[4], 'logged', version)
+return 1
