@@ -318,11 +318,18 @@ export class Planner {
     const items: PlannedOccurrence[] = [];
     const advanced = new Map<string, number>();
     // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
-    // or this replica saw the change before it did). Those that exist already cost one EXISTS each.
-    const since = now - this.membershipTtlMs - 2 * this.opts.tickMs;
+    // or this replica saw the change before it did). Those that exist already cost one EXISTS each. They start
+    // after the schedule's watermark (the latest due time anyone planned), not at a guess from the membership
+    // TTL: when this replica notices late (its own event loop or host stalled longer than the TTL), a guess
+    // skipped the due times between the last owner's lookahead and the guess, which then had no record at all.
+    const guess = now - this.membershipTtlMs - 2 * this.opts.tickMs;
+    const wms = gained.length > 0 ? await this.store.watermarks(gained.map((g) => g.name)) : new Map<string, number>();
     for (const s of gained) {
       const cands: Candidate[] = [];
       const cursor = this.cursors.get(s.name) ?? now;
+      const wm = wms.get(s.name);
+      // Never before the horizon (older ones are not ours to plan); a schedule never planned starts at the guess.
+      const since = Math.max(now - this.opts.horizonMs, wm === undefined ? guess : Math.min(guess, wm));
       for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
       }
