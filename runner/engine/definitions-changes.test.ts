@@ -6,23 +6,19 @@
  * the digest of the whole set.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseScheduleText, type CompiledSchedule } from '../config/load.js';
 import { Keyspace } from '../redis/keys.js';
-import { RedisServerProcess } from '../redis/server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { Definitions } from './definitions.js';
 import { DefinitionsDigest, definitionsDigest } from './ownership.js';
 
-let server: RedisServerProcess;
+// One server for the file, not flushed between tests (each test uses its own names); shared set-up: test/support.
+const pr = usePrivateRedis({ flushBetweenTests: false });
 let redis: Redis;
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
+beforeAll(() => {
+  redis = pr.redis;
 });
 
 /** Deterministic PRNG (mulberry32), so a failure reproduces with its seed. */

@@ -3,23 +3,19 @@
  * so the view must hold every schedule of a flock larger than one page, with the rule's answers for each.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseScheduleText } from '../config/load.js';
 import { Keyspace } from '../redis/keys.js';
-import { RedisServerProcess } from '../redis/server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { Definitions } from './definitions.js';
 
-let server: RedisServerProcess;
+// One server for the file, not flushed between tests (each test uses its own names); shared set-up: test/support.
+const pr = usePrivateRedis({ flushBetweenTests: false });
 let redis: Redis;
 const keys = new Keyspace();
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
+beforeAll(() => {
+  redis = pr.redis;
 });
 
 const file = (n: number, minute: number): string =>

@@ -189,18 +189,25 @@ export class ScheduleStore {
         name,
         def: json,
         tenant,
-        ifVersion: o.ifVersion ?? -1,
-        by: o.by ?? 'library',
-        via: o.via ?? 'library',
-        reason: o.reason?.trim() || NO_REASON,
-        maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
-        auditMaxLen: AUDIT_MAX_ENTRIES,
+        ...this.changeArgs(o),
       },
     )) as [string, number | string, number | string, string?];
     if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
     if (r[0] === 'clash') return { ok: false, error: new NameOwnedError(name, String(r[1]), String(r[2])) };
     if (r[0] === 'limit') return { ok: false, error: new TenantLimitError(name, String(r[1]), Number(r[2]), Number(r[3])) };
     return { ok: true, name, version: Number(r[1]), changed: Number(r[2]) === 1, auditId: r[3] ? r[3] : null };
+  }
+
+  /** The arguments every store script takes about a change: its compare-and-set version, author, stream caps. */
+  private changeArgs(o: { ifVersion?: number } & ChangeAuthor) {
+    return {
+      ifVersion: o.ifVersion ?? -1,
+      by: o.by ?? 'library',
+      via: o.via ?? 'library',
+      reason: o.reason?.trim() || NO_REASON,
+      maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
+      auditMaxLen: AUDIT_MAX_ENTRIES,
+    };
   }
 
   /** Removes `name` (only if at version `ifVersion`, when given); recorded in the audit log. Refusals are values. */
@@ -211,12 +218,7 @@ export class ScheduleStore {
       [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.storeTenantCounts, k.storeTenantIndex, new HistoryKeys(k).audit],
       {
         name,
-        ifVersion: o.ifVersion ?? -1,
-        by: o.by ?? 'library',
-        via: o.via ?? 'library',
-        reason: o.reason?.trim() || NO_REASON,
-        maxLen: this.opts.maxLen ?? CHANGES_MAX_LEN,
-        auditMaxLen: AUDIT_MAX_ENTRIES,
+        ...this.changeArgs(o),
       },
     )) as [string, number | string, string?];
     if (r[0] === 'absent') return { ok: false, error: { code: 'NOT_FOUND', message: `schedule "${name}" is not stored` } };
