@@ -150,6 +150,8 @@ export class Executor {
   /** At most a quarter of the worker slots wait for held-back claims (at least one). */
   private readonly heldHereLimit: number;
   private readonly active = new Map<string, ActiveRun>();
+  /** When this replica last warned that it cannot run a schedule (monotonic ms), per schedule. */
+  private readonly unavailableWarned = new Map<string, number>();
   private schedules = new Map<string, CompiledSchedule>();
   private readonly isCurrent: (s: CompiledSchedule) => boolean;
   private readonly isPublished: (name: string) => boolean;
@@ -403,7 +405,13 @@ export class Executor {
       // This replica cannot run it (kind: handler without that handler): leave it, unclaimed, to a replica that
       // can; past the horizon on the Redis clock, nobody could.
       if (await this.closeUnrun(base, 'skipped', unavailable, o.horizonMs)) return;
-      this.log.debug({ occurrence: d.key, reason: unavailable }, 'cannot run it here; giving the delivery back');
+      // Said at warn once a minute per schedule: a handler name no replica registers (a typo) would otherwise
+      // stay silent until the horizon records the occurrences skipped.
+      const now = performance.now();
+      if (now - (this.unavailableWarned.get(d.schedule) ?? -Infinity) >= 60_000) {
+        this.unavailableWarned.set(d.schedule, now);
+        this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
+      }
       return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';

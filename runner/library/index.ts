@@ -41,8 +41,11 @@ import { checkDefinition, ScheduleDefinitionError, type DefinitionProblem, type 
 import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
+import { connectCommands, redactRedisUrl } from '../redis/connect.js';
+import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
+import { LibraryArgumentError, MAX_TENANT_LIMIT, onlyKeys, tenantOrDefault, text, timeMs, wholeNumber } from './arguments.js';
 
-export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError };
+export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
 export type { ListFilter, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
@@ -55,6 +58,11 @@ export interface ConnectFlockOptions {
   by?: string;
   /** Where relative module paths of `kind: module` jobs resolve (default: the working directory). */
   baseDir?: string;
+  /**
+   * For a Redis URL: how long connecting, and each command, may wait for a Redis that does not answer (paused,
+   * wedged) before failing with an error that says so, ms (default 10,000, like the CLI's `--redis-timeout`).
+   */
+  redisTimeoutMs?: number;
 }
 
 /** The stored schedules of a flock, and the operations on schedules; see {@link connectFlock}. */
@@ -111,20 +119,47 @@ export interface Flock {
 
 /**
  * Connects to a flock's Redis to manage its schedules from code (see the module docs). Waits until Redis answers.
- * @throws the namespace error (code NAMESPACE_INVALID) and Redis connection errors.
+ * @throws LibraryArgumentError for an unknown option or a value of the wrong type; the namespace error (code
+ *   NAMESPACE_INVALID); an Error saying in words why Redis could not be reached (within `redisTimeoutMs`).
  */
 export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
+  onlyKeys('connectFlock options', o ?? null, ['redis', 'namespace', 'by', 'baseDir', 'redisTimeoutMs']);
+  if (typeof o.redis !== 'string' && !(o.redis instanceof Redis) && typeof (o.redis as { call?: unknown } | undefined)?.call !== 'function') {
+    throw new LibraryArgumentError('connectFlock options.redis', 'must be a Redis URL (e.g. redis://localhost:6379) or an ioredis client');
+  }
+  text('connectFlock options.namespace', o.namespace);
+  text('connectFlock options.by', o.by);
+  text('connectFlock options.baseDir', o.baseDir);
+  const timeoutMs = wholeNumber('connectFlock options.redisTimeoutMs', o.redisTimeoutMs, 1, 86_400_000) ?? 10_000;
   const keys = new Keyspace(o.namespace ?? DEFAULT_OPTIONS.namespace);
   const own = typeof o.redis === 'string';
-  const redis: RedisClient = typeof o.redis === 'string' ? new Redis(o.redis, { maxRetriesPerRequest: 3, connectionName: 'cronflock:library' }) : o.redis;
+  // Our own connection waits for a Redis that does not answer only so long, and says why in words.
+  const redis: RedisClient = typeof o.redis === 'string' ? connectCommands(o.redis, 'cronflock:library', undefined, timeoutMs) : o.redis;
   const by = o.by ?? `library@${hostname()}`;
   const store = new ScheduleStore(redis, keys, o.baseDir !== undefined ? { baseDir: o.baseDir } : {});
   const clock = new RedisClock(redis, undefined, keys.ns);
+  const connectionErrors: string[] = [];
+  const noteError = (err: Error): void => void (connectionErrors.length < 5 && connectionErrors.push(err.message));
+  if (own) redis.on('error', noteError);
+  let watchdog: NodeJS.Timeout | undefined;
   try {
-    await clock.sync();
+    // Our connection does not queue commands while it connects (connect.ts): wait for it to be ready first.
+    const ready = own && redis.status !== 'ready' ? new Promise<void>((resolve) => redis.once('ready', () => resolve())) : Promise.resolve();
+    await Promise.race([
+      ready.then(() => clock.sync()),
+      new Promise<never>((_, reject) => {
+        watchdog = setTimeout(() => reject(new Error('no answer')), timeoutMs);
+      }),
+    ]);
   } catch (err) {
-    if (own) redis.disconnect();
-    throw err;
+    if (!own) throw err;
+    redis.disconnect();
+    const timedOut = (err as Error).message === 'no answer' || /^Command timed out/.test((err as Error).message);
+    const problem = timedOut && connectionErrors.length === 0 ? noAnswerProblem(timeoutMs / 1000) : explainRedisError(err, connectionErrors);
+    throw new Error(`cannot reach the flock's Redis at ${redactRedisUrl(o.redis as string)}: ${formatRedisProblem(problem)}`, { cause: err });
+  } finally {
+    clearTimeout(watchdog);
+    if (own) redis.off('error', noteError);
   }
   let lanes: ReturnType<typeof openLanes> | undefined;
   const control = (): ControlContext => {
@@ -133,15 +168,32 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   };
   const act = (action: 'suspend' | 'resume' | 'trigger', schedule: string, reason?: string): Promise<ActionOutcome> =>
     performAction(control(), { who: by, via: 'library' }, { action, schedule, ...(reason !== undefined ? { reason } : {}) });
+  // Options are checked before anything is sent: a misspelled ifVersion must not turn a compare-and-set into an
+  // overwrite (arguments.ts).
+  const changeOptions = (call: string, c: unknown): { ifVersion?: number; reason?: string } => {
+    const v = onlyKeys(`${call} options`, c, ['ifVersion', 'reason']);
+    const ifVersion = wholeNumber(`${call} options.ifVersion`, v.ifVersion, 0, Number.MAX_SAFE_INTEGER, '0: only if it does not exist');
+    const reason = text(`${call} options.reason`, v.reason);
+    return { ...(ifVersion !== undefined ? { ifVersion } : {}), ...(reason !== undefined ? { reason } : {}) };
+  };
+  const actionReason = (call: string, a: unknown): string | undefined => text(`${call} options.reason`, onlyKeys(`${call} options`, a, ['reason']).reason);
   const schedules: FlockSchedules = {
-    upsert: (def, u = {}) => store.upsert(def, { ...u, by, via: 'library' }),
-    get: (name) => store.get(name),
-    list: (l = {}) => store.list(l),
-    remove: (name, r = {}) => store.remove(name, { ...r, by, via: 'library' }),
-    suspend: (name, s = {}) => act('suspend', name, s.reason),
-    resume: (name, s = {}) => act('resume', name, s.reason),
-    trigger: (name, s = {}) => act('trigger', name, s.reason),
-    async next(name, n = 5) {
+    upsert: async (def, u) => store.upsert(def, { ...changeOptions('upsert', u), by, via: 'library' }),
+    get: async (name) => store.get(text('get name', name) ?? ''),
+    list: async (l) => {
+      const v = onlyKeys('list options', l, ['prefix', 'tenant', 'labels', 'cursor', 'limit']);
+      text('list options.prefix', v.prefix);
+      text('list options.tenant', v.tenant);
+      text('list options.cursor', v.cursor);
+      wholeNumber('list options.limit', v.limit, 1, 1000);
+      return store.list(v as ListFilter & { cursor?: string; limit?: number });
+    },
+    remove: async (name, r) => store.remove(name, { ...changeOptions('remove', r), by, via: 'library' }),
+    suspend: async (name, s) => act('suspend', name, actionReason('suspend', s)),
+    resume: async (name, s) => act('resume', name, actionReason('resume', s)),
+    trigger: async (name, s) => act('trigger', name, actionReason('trigger', s)),
+    async next(name, count) {
+      const n = wholeNumber('next n', count, 1, 10_000) ?? 5;
       const stored = await store.get(name);
       if (!stored) throw new ControlError(`schedule "${name}" is not stored`);
       const c = await checkDefinition(stored.definition, o.baseDir !== undefined ? { baseDir: o.baseDir } : {});
@@ -149,13 +201,26 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       await clock.sync();
       return nextRows(c.schedule, clock.now(), n, false).rows;
     },
-    runs: (name, r = {}) =>
-      listRuns(redis, keys, { schedule: name, limit: r.limit ?? 100, ...(r.from !== undefined ? { fromMs: r.from } : {}), ...(r.to !== undefined ? { toMs: r.to } : {}) }),
+    runs: async (name, r) => {
+      const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
+      const from = timeMs('runs options.from', v.from);
+      const to = timeMs('runs options.to', v.to);
+      const limit = wholeNumber('runs options.limit', v.limit, 1, 100_000) ?? 100;
+      return listRuns(redis, keys, { schedule: name, limit, ...(from !== undefined ? { fromMs: from } : {}), ...(to !== undefined ? { toMs: to } : {}) });
+    },
   };
   return {
     namespace: keys.namespace,
     schedules,
-    tenants: { list: () => store.tenants(), setLimit: (t, n) => store.setTenantLimit(t, n) },
+    tenants: {
+      list: () => store.tenants(),
+      setLimit: async (t, n) => {
+        const tenant = tenantOrDefault('tenants.setLimit tenant', t);
+        const limit = n === null ? null : wholeNumber('tenants.setLimit limit', n, 0, MAX_TENANT_LIMIT, 'or null for no limit');
+        if (limit === undefined) throw new LibraryArgumentError('tenants.setLimit limit', 'must be a whole number ≥ 0, or null for no limit; got undefined');
+        await store.setTenantLimit(tenant, limit);
+      },
+    },
     async close() {
       if (lanes) await settlesWithin(closeLanes(lanes), 2_000);
       if (own) redis.disconnect();
@@ -193,9 +258,12 @@ export interface ReplicaHandle {
  * Runs one replica of the flock in this process: the stored schedules (followed as they change) and the
  * schedule files of `schedulesDir`, with `jobs` as the handlers of `kind: handler`. Start as many as you like,
  * in as many processes: all replicas are equal.
- * @throws TypeError for bad `jobs`; OptionsError for bad options; Redis errors while reading the stored schedules.
+ * @throws LibraryArgumentError for an unknown option or a Redis that is not a URL; TypeError for bad `jobs`;
+ *   OptionsError for bad option values; Redis errors while reading the stored schedules.
  */
 export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandle> {
+  onlyKeys('startReplica options', o ?? null, ['redis', 'namespace', 'schedulesDir', 'jobs', 'logger', 'admin', 'replica', ...Object.keys(DEFAULT_OPTIONS)]);
+  if (typeof o.redis !== 'string') throw new LibraryArgumentError('startReplica options.redis', 'must be a Redis URL (e.g. redis://localhost:6379)');
   const { redis, namespace, schedulesDir, jobs, logger, admin, ...rest } = o;
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });

@@ -1,0 +1,81 @@
+/**
+ * Checks of what an application passes to the library (connectFlock, startReplica, flock.schedules.*,
+ * flock.tenants.*), so that a mistyped option or a value of the wrong type is refused with a message naming the
+ * argument and what it takes, instead of being ignored (a misspelled `ifVersion` silently turned a
+ * compare-and-set into an overwrite) or failing deep inside (a Lua comparison error, a client's TypeError).
+ * The same rules as the CLI's and the HTTP API's for the same values.
+ */
+import { tenantSchema } from '../config/schema.js';
+import { editDistance } from '../text/edit-distance.js';
+
+/** A call of the library with an argument it does not take; `argument` names it (e.g. `upsert options.ifVersion`). */
+export class LibraryArgumentError extends TypeError {
+  readonly code = 'ARGUMENT_INVALID';
+  constructor(
+    readonly argument: string,
+    message: string,
+  ) {
+    super(`${argument}: ${message}`);
+    this.name = 'LibraryArgumentError';
+  }
+}
+
+const show = (v: unknown): string => {
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'bigint') return `${v}n`;
+  return v === undefined ? 'undefined' : typeof v === 'object' && v !== null ? (Array.isArray(v) ? 'a list' : 'an object') : String(v);
+};
+
+/**
+ * Refuses keys of `o` not in `allowed` (naming the nearest allowed one).
+ * @throws LibraryArgumentError when `o` is not a plain object or has an unknown key.
+ */
+export function onlyKeys(what: string, o: unknown, allowed: readonly string[]): Record<string, unknown> {
+  if (o === undefined) return {};
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new LibraryArgumentError(what, `must be an object with ${allowed.join(', ')}; got ${show(o)}`);
+  for (const k of Object.keys(o)) {
+    if (allowed.includes(k)) continue;
+    const near = allowed.map((a) => ({ a, d: editDistance(a.toLowerCase(), k.toLowerCase()) })).sort((x, y) => x.d - y.d)[0];
+    const hint = near && near.d <= Math.max(2, Math.floor(k.length / 3)) ? `did you mean "${near.a}"? ` : '';
+    throw new LibraryArgumentError(`${what}.${k}`, `unknown option; ${hint}allowed: ${allowed.join(', ')}`);
+  }
+  return o as Record<string, unknown>;
+}
+
+/**
+ * A whole number in [min, max], or undefined when `v` is undefined and `optional`.
+ * @throws LibraryArgumentError otherwise.
+ */
+export function wholeNumber(what: string, v: unknown, min: number, max: number, rule = ''): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new LibraryArgumentError(what, `must be a whole number from ${min} to ${max}${rule ? ` (${rule})` : ''}; got ${show(v)}`);
+  }
+  return v;
+}
+
+/** A time in UTC ms (a finite number) or undefined. @throws LibraryArgumentError otherwise. */
+export function timeMs(what: string, v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new LibraryArgumentError(what, `must be a time in UTC ms (e.g. Date.parse('2026-12-01T00:00:00Z')); got ${show(v)}`);
+  return v;
+}
+
+/** A string, or undefined. @throws LibraryArgumentError otherwise. */
+export function text(what: string, v: unknown): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new LibraryArgumentError(what, `must be a string; got ${show(v)}`);
+  return v;
+}
+
+/**
+ * A tenant name as `cronflock tenants set-limit` takes it: a DNS-1123 label, or `*` for the default.
+ * @throws LibraryArgumentError otherwise.
+ */
+export function tenantOrDefault(what: string, v: unknown): string {
+  if (v === '*' || (typeof v === 'string' && tenantSchema.safeParse(v).success)) return v;
+  throw new LibraryArgumentError(what, `must be a DNS-1123 label (lowercase letters, digits and "-", at most 63), or '*' for the default; got ${show(v)}`);
+}
+
+/** The largest tenant limit taken (a bound against typos such as 1e308). */
+export const MAX_TENANT_LIMIT = 100_000_000;
