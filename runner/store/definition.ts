@@ -36,7 +36,7 @@ export class ScheduleDefinitionError extends Error {
     readonly schedule: string,
     readonly problems: readonly DefinitionProblem[],
   ) {
-    super(`schedule "${schedule}" refused: ${problems.map((p) => `${p.field ? `${p.field}: ` : ''}${p.reason}`).join('; ')}`);
+    super(`schedule "${schedule.length > 80 ? `${schedule.slice(0, 77)}...` : schedule}" refused: ${problems.map((p) => `${p.field ? `${p.field}: ` : ''}${p.reason}`).join('; ')}`);
     this.name = 'ScheduleDefinitionError';
   }
 }
@@ -76,8 +76,13 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
     const problems = r.errors.map((e) => ({
       code: e.code,
       field: e.field.replace(PREFIX, ''),
-      reason: e.reason,
-      ...(e.hint !== undefined ? { hint: e.hint } : {}),
+      // The file's advice ("define it at the top of this file") cannot work here: there is no file.
+      ...(e.code === 'GROUP_UNKNOWN' || e.code === 'CALENDAR_UNKNOWN'
+        ? {
+            reason: `a stored schedule cannot use ${e.code === 'GROUP_UNKNOWN' ? 'group:' : 'calendar:'} (groups and calendars are defined by a schedule file, which the store does not see)`,
+            hint: `remove ${e.code === 'GROUP_UNKNOWN' ? 'group:' : 'calendar:'}, or keep this schedule in the schedule file that defines it`,
+          }
+        : { reason: e.reason, ...(e.hint !== undefined ? { hint: e.hint } : {}) }),
     }));
     return { ok: false, error: new ScheduleDefinitionError(name, problems) };
   }

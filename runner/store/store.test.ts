@@ -79,6 +79,14 @@ describe('ScheduleStore', () => {
     const u = await store.upsert({ ...def('u'), cronn: 'x' } as never);
     expect(!u.ok && (u.error as ScheduleDefinitionError).problems[0]?.field).toBe('cronn');
     expect(await store.get('u')).toBeUndefined();
+    // group: and calendar: belong to schedule files: said so, not the file's "define it in this file" (there is none)
+    const g = await store.upsert({ ...def('g'), group: 'g1' } as never);
+    expect(!g.ok && (g.error as ScheduleDefinitionError).problems).toEqual([
+      expect.objectContaining({ code: 'GROUP_UNKNOWN', field: 'group', reason: expect.stringMatching(/^a stored schedule cannot use group:/), hint: expect.stringMatching(/^remove group:, or keep this schedule in the schedule file/) }),
+    ]);
+    // a very long name is not repeated whole in the message
+    const long = await store.upsert(def('x'.repeat(5000)));
+    expect(!long.ok && long.error.message.length).toBeLessThan(400);
   });
 
   it('removes (with an optional compare-and-set) and re-creates with a greater version', async () => {
