@@ -58,6 +58,32 @@ export const BATCH_SLOT_MS = 250;
 /** Run-record field naming the BullMQ batch job an occurrence was enqueued in (read by the sweep script). */
 export const BATCH_JOB_FIELD = 'bj';
 
+/** The job data of an occurrence (an {@link EnqueueItem}'s extra fields left out). */
+export function occurrenceData(it: OccurrenceJobData): OccurrenceJobData {
+  return { schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, origin: it.origin };
+}
+
+/**
+ * One occurrence as a BullMQ job of its own: id from the occurrence key (so at most one exists), due at `dueAtMs`
+ * on the Redis clock (`nowMs` is the Redis clock's now: BullMQ scores a delayed job at timestamp + delay), removed
+ * once finished. Used by the enqueue here and by the executor when it splits a batch or hands one of its
+ * occurrences on.
+ */
+export function occurrenceJob(keys: Keyspace, it: OccurrenceJobData, nowMs: number, dueAtMs: number, priority?: number) {
+  return {
+    name: it.schedule,
+    data: occurrenceData(it) as DeliveryJobData,
+    opts: {
+      jobId: keys.jobId(it.key),
+      timestamp: nowMs,
+      delay: Math.max(0, Math.round(dueAtMs) - nowMs),
+      removeOnComplete: true,
+      removeOnFail: true,
+      ...(priority === undefined ? {} : { priority }),
+    },
+  };
+}
+
 /** What {@link enqueueOccurrences} takes: a job's data, and the recorded reason where there is one. */
 export type EnqueueItem = OccurrenceJobData & { reason?: string };
 
@@ -124,20 +150,7 @@ export async function enqueueOccurrences(
 ): Promise<void> {
   if (items.length === 0) return;
   const now = clock.now();
-  const dataOf = (it: EnqueueItem): OccurrenceJobData => ({ schedule: it.schedule, key: it.key, dueMs: it.dueMs, fireMs: it.fireMs, origin: it.origin });
-  const job = (it: EnqueueItem, priority?: number) => ({
-    name: it.schedule,
-    data: dataOf(it) as DeliveryJobData,
-    opts: {
-      jobId: keys.jobId(it.key),
-      // BullMQ scores a delayed job at timestamp + delay: both on the Redis clock.
-      timestamp: now,
-      delay: Math.max(0, it.fireMs - prefetchMs - now),
-      removeOnComplete: true,
-      removeOnFail: true,
-      ...(priority === undefined ? {} : { priority }),
-    },
-  });
+  const job = (it: EnqueueItem, priority?: number) => occurrenceJob(keys, it, now, it.fireMs - prefetchMs, priority);
   const live = items.filter((it) => laneOf(it) === 'live');
   const backlog = items.filter((it) => laneOf(it) === 'backlog');
   if (live.length > 0 && batch && batch.batchSize > 1) {
@@ -145,7 +158,7 @@ export async function enqueueOccurrences(
       const first = members[0]!;
       return {
         name: 'batch',
-        data: { batch: members.map(dataOf) } as DeliveryJobData,
+        data: { batch: members.map(occurrenceData) } as DeliveryJobData,
         opts: {
           // Unique: a batch is never de-duplicated against another (the records de-duplicate the occurrences).
           jobId: `b-${keys.jobId(first.key)}-${randomBytes(4).toString('hex')}`,

@@ -31,7 +31,7 @@ import type { FinishResult, Store } from '../redis/store.js';
 import { ClaimHolder, ClaimLostError } from './claim.js';
 import type { EngineEvents, RunEvent } from './events.js';
 import type { RunnerOptions } from './options.js';
-import { isBatch, type BatchJobData, type DeliveryJobData, type OccurrenceJobData } from './enqueue.js';
+import { isBatch, occurrenceJob, type BatchJobData, type DeliveryJobData, type OccurrenceJobData } from './enqueue.js';
 import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
@@ -317,14 +317,8 @@ export class Executor {
 
   /** Adds a job of its own for an occurrence, due at `redisMs` on the Redis clock (live lane). */
   private async addSingle(d: OccurrenceJobData, redisMs: number): Promise<void> {
-    const now = this.clock.now();
-    await this.liveQueue!.add(d.schedule, { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin }, {
-      jobId: this.keys.jobId(d.key),
-      timestamp: now,
-      delay: Math.max(0, Math.round(redisMs) - now),
-      removeOnComplete: true,
-      removeOnFail: true,
-    });
+    const j = occurrenceJob(this.keys, d, this.clock.now(), redisMs);
+    await this.liveQueue!.add(j.name, j.data, j.opts);
   }
 
   /** A job of either kind: one occurrence, or a batch (enqueue.ts). */
@@ -347,13 +341,7 @@ export class Executor {
     const members = job.data.batch;
     if (job.attemptsStarted > 1 || this.stopping.signal.aborted) {
       const now = this.clock.now();
-      await this.liveQueue!.addBulk(
-        members.map((d) => ({
-          name: d.schedule,
-          data: d,
-          opts: { jobId: this.keys.jobId(d.key), timestamp: now, delay: Math.max(0, d.fireMs - this.opts.prefetchMs - now), removeOnComplete: true, removeOnFail: true },
-        })),
-      );
+      await this.liveQueue!.addBulk(members.map((d) => occurrenceJob(this.keys, d, now, d.fireMs - this.opts.prefetchMs)));
       return undefined;
     }
     const results = await Promise.allSettled(members.map((d) => this.processSafely(d, this.memberDelivery(d))));
