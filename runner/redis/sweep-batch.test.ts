@@ -4,26 +4,21 @@
  * once it is gone. Real redis-server; the queue job is a stand-in hash at the lane's job key prefix.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from './keys.js';
-import { RedisServerProcess } from './server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { Store, type PlannedOccurrence, type PlanPolicy } from './store.js';
 import { occurrenceKey } from '../schedule/occurrence.js';
 import { BATCH_JOB_FIELD } from '../engine/enqueue.js';
 
-let server: RedisServerProcess;
+const pr = usePrivateRedis({ flushBetweenTests: false }); // the shared set-up (test/support)
 let redis: Redis;
 let store: Store;
 const keys = new Keyspace('t');
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
+beforeAll(() => {
+  redis = pr.redis;
   store = new Store(redis, keys);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
 });
 
 describe('sweep with batch jobs', () => {

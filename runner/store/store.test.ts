@@ -4,30 +4,22 @@
  * the change stream and its trim detection, and the name owned by another source.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../redis/keys.js';
-import { RedisServerProcess } from '../redis/server-process.js';
+import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { parseScheduleText } from '../config/load.js';
 import { ScheduleDefinitionError } from './definition.js';
 import { readAudit } from '../history/audit.js';
 import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError } from './store.js';
 
-let server: RedisServerProcess;
+const pr = usePrivateRedis(); // the shared set-up (test/support): flushed before each test
 let redis: Redis;
 const keys = new Keyspace('st');
 let store: ScheduleStore;
 
-beforeAll(async () => {
-  server = await RedisServerProcess.start();
-  redis = new Redis(server.url);
+beforeAll(() => {
+  redis = pr.redis;
   store = new ScheduleStore(redis, keys);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.cleanup();
-});
-beforeEach(async () => {
-  await redis.flushall();
 });
 
 const def = (name: string, cron = '*/5 * * * *', extra: Record<string, unknown> = {}) => ({
@@ -204,7 +196,7 @@ describe('ScheduleStore', () => {
 
   it('holds a tenant limit atomically: 20 upserts at once from 20 connections against a limit of 10 store exactly 10', async () => {
     await store.setTenantLimit('race', 10);
-    const clients = Array.from({ length: 20 }, () => new Redis(server.url));
+    const clients = Array.from({ length: 20 }, () => new Redis(pr.server.url));
     try {
       const results = await Promise.all(clients.map((c, i) => new ScheduleStore(c, keys).upsert(def(`race-${i}`, undefined, { tenant: 'race' }))));
       expect(results.filter((r) => r.ok)).toHaveLength(10);
