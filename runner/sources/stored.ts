@@ -13,6 +13,7 @@
  * - A stored definition this replica cannot compile (e.g. a job kind it does not know yet: an older replica in a
  *   rollout) is logged and left out; the replicas that know it run it.
  */
+import { redisFailure } from '../redis/outage.js';
 import type { CompiledSchedule } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { checkDefinition } from '../store/definition.js';
@@ -104,7 +105,9 @@ export class StoredSchedules {
           this.log.info({ upToVersion: this.appliedVersion, changes: changes.length }, 'stored schedule changes applied');
         } catch (err) {
           if (this.stopped) break;
-          this.log.warn({ err: (err as Error).message }, 'following the stored schedules failed; retrying');
+          // In words, as every Redis failure in the log (outage.ts), never the client's internals.
+          const f = redisFailure(err);
+          this.log.warn(f.fields, `following the stored schedules failed: ${f.text}; retrying`);
           await sleep(1_000);
         }
       }
