@@ -38,12 +38,12 @@ import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
 import { checkDefinition, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
+import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
-import { LibraryArgumentError, MAX_TENANT_LIMIT, onlyKeys, tenantOrDefault, text, timeMs, wholeNumber } from './arguments.js';
+import { LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
 
 export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
 export type { ListFilter, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
@@ -214,12 +214,12 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     schedules,
     tenants: {
       list: () => store.tenants(),
-      setLimit: async (t, n) => {
-        const tenant = tenantOrDefault('tenants.setLimit tenant', t);
-        const limit = n === null ? null : wholeNumber('tenants.setLimit limit', n, 0, MAX_TENANT_LIMIT, 'or null for no limit');
-        if (limit === undefined) throw new LibraryArgumentError('tenants.setLimit limit', 'must be a whole number ≥ 0, or null for no limit; got undefined');
-        await store.setTenantLimit(tenant, limit);
-      },
+      // The store checks the tenant and the limit (the one check, also for the CLI); said in the library's words.
+      setLimit: (t, n) =>
+        store.setTenantLimit(t, n).catch((err: unknown) => {
+          if (err instanceof TenantLimitArgumentError) throw new LibraryArgumentError(`tenants.setLimit ${err.argument}`, `${err.rule}; got ${err.got}`);
+          throw err;
+        }),
     },
     async close() {
       if (lanes) await settlesWithin(closeLanes(lanes), 2_000);
