@@ -252,8 +252,9 @@ export function addStoreCommands(program: Command): void {
       .argument('<limit>', 'a whole number ≥ 0, or none to remove the limit'),
   ).action(async (tenant: string, limit: string, o: Flags) => {
     const who = tenant;
-    // The store checks both (ScheduleStore.setTenantLimit, the one check): text that is no number is NaN there.
-    const n = limit === 'none' ? null : /^\s*$/.test(limit) ? Number.NaN : Number(limit);
+    // The store checks both (ScheduleStore.setTenantLimit, the one check); here only the text becomes a number
+    // (decimal digits; anything else, 1e3 or 0x10 too, is NaN, which the store refuses).
+    const n = limit === 'none' ? null : /^\d+$/.test(limit) ? Number(limit) : Number.NaN;
     await withOneShotRedis(o, 'cannot set a tenant limit in', (redis) =>
       new ScheduleStore(redis, new Keyspace(o.namespace)).setTenantLimit(who, n).catch((err: unknown) => {
         if (err instanceof TenantLimitArgumentError) throw new CliError(`${err.argument} "${err.argument === 'tenant' ? who : limit}": ${err.rule}`);
