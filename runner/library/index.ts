@@ -71,7 +71,8 @@ export interface FlockSchedules {
    * Creates or changes a schedule (the definition of a schedule file's entry). Atomic; the version grows; every
    * replica applies it from its next due time. `ifVersion`: only if the stored version is this one (0: only if it
    * does not exist). Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
-   * problem with its field), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
+   * problem with its field; also a value JSON cannot carry, NOT_JSON with its path such as `job.params.when`, and
+   * a definition over 64 KiB as JSON, TOO_LARGE), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
    * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
    * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
    */
@@ -83,11 +84,19 @@ export interface FlockSchedules {
    * previous page's, `limit` ≤ 1000 (default 100). With `labels` a page may be short while `cursor` is set.
    */
   list(o?: ListFilter & { cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
-  /** Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped. Audited. */
+  /**
+   * Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped.
+   * Audited. A name that is not stored answers NOT_FOUND; when a schedule file or Schedule resource defines it,
+   * the message names that source and how to remove it there (`error.source`).
+   */
   remove(name: string, o?: { ifVersion?: number; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
   suspend(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
-  /** Resumes it (as `cronflock resume`; audited). @throws ControlError when no live replica runs it */
+  /**
+   * Resumes it (as `cronflock resume`; audited): ends a run-time suspension and, when its stored definition says
+   * `suspend: true`, writes the definition again without it (a new version). @throws ControlError when no live
+   * replica runs it, or when only its schedule file's `suspend: true` suspends it (change it there)
+   */
   resume(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /** Runs it now as a manual occurrence (as `cronflock trigger`; audited). @throws ControlError when no live replica runs it */
   trigger(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
@@ -104,6 +113,8 @@ export interface FlockTenants {
   /**
    * Sets the most stored schedules a tenant may have, flock-wide (`'*'`: every tenant without its own; null:
    * no limit), as `cronflock tenants set-limit` does. Stored in Redis: every writer is held to it.
+   * @throws LibraryArgumentError when the store refuses the tenant (not a DNS-1123 label or `*`) or the limit
+   *   (not a whole number from 0 to 100,000,000, or null); nothing is written then.
    */
   setLimit(tenant: string, limit: number | null): Promise<void>;
 }

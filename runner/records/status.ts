@@ -33,7 +33,7 @@ export interface ScheduleStatus {
   jitterMs: number;
   /** The replica whose definition is published (the one loaded last). */
   publishedBy: string;
-  /** Present while suspended (`cronflock suspend`): since when, by whom, and the note given. */
+  /** Present while suspended: at run time (`cronflock suspend`: since when, by whom, the note given), else by its definition's `suspend: true` (definitionSuspension). */
   suspended?: { sinceMs: number; by: string; note?: string };
   /** Next due time after now and its fire time; null when the cron expression has no later due time. */
   nextDueMs: number | null;
