@@ -37,16 +37,16 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
-import { checkDefinition, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
+import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
+import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
 import { LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
 
-export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
-export type { ListFilter, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
+export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
+export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
 export interface ConnectFlockOptions {
