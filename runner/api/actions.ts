@@ -50,9 +50,10 @@ export async function performAction(c: ControlContext, who: { who: string; via: 
       break;
     }
     case 'resume': {
-      const r = await resume(c, a.schedule);
+      const r = await resume(c, a.schedule, { via: who.via, ...(a.reason !== undefined ? { reason: a.reason } : {}) });
       done = r.wasSuspended;
-      message = r.wasSuspended ? `resumed ${a.schedule}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}` : `${a.schedule} was not suspended; nothing changed`;
+      const cleared = r.definitionVersion !== undefined ? `; its stored definition no longer says suspend: true (version ${r.definitionVersion})` : '';
+      message = r.wasSuspended ? `resumed ${a.schedule}${cleared}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}` : `${a.schedule} was not suspended; nothing changed`;
       detail = { ...r };
       break;
     }

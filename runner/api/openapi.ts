@@ -19,9 +19,17 @@ const errors = {
 const writeErrors = {
   ...errors,
   409: json('Error', 'NAME_OWNED: a schedule file or Schedule resource of a live replica owns the name (`error.source` names it); TENANT_LIMIT: the tenant is at its limit of stored schedules (`error.tenant`, `error.limit`, `error.count`; raise it with cronflock tenants set-limit)'),
-  412: json('Error', 'VERSION_CONFLICT: the stored version is not the If-Match one (`error.version` is the current one; 0: it does not exist)'),
+  412: json('Error', 'VERSION_CONFLICT: the stored version is not the If-Match one, If-Match: * found none, or If-None-Match: * found one (`error.version` is the current one; 0: it does not exist); a weak tag (W/"7") never matches If-Match'),
+  413: json('Error', 'DEFINITION_TOO_LARGE: the definition is over 65,536 bytes (64 KiB) as JSON (`error.limitBytes`); BODY_TOO_LARGE: the body is over 262,144 bytes; nothing stored'),
+  415: json('Error', 'UNSUPPORTED_MEDIA_TYPE: a body must be sent as application/json (`error.expected`)'),
 };
-const ifMatch: Json = { name: 'If-Match', in: 'header', required: false, description: 'compare-and-set: only if the stored version is this one (the ETag of the previous write, e.g. "7")', schema: { type: 'string' } };
+const ifMatch: Json = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description: 'compare-and-set (RFC 9110 §13.1.1): only if the stored version is this one (the ETag of the previous write, e.g. "7"); `*`: only if it exists',
+  schema: { type: 'string' },
+};
 
 /** Query parameters of a zod object (strings in the URL; their JSON Schema as the handler reads them). */
 function query(schema: z.ZodObject): Json[] {
@@ -66,7 +74,14 @@ export function openApiDocument(version: string): Json {
     paths: {
       '/schedules': { get: { summary: 'list schedules (paged)', parameters: query(listQuerySchema), responses: { 200: json('ScheduleList', 'a page'), ...errors } } },
       '/schedules/{name}': {
-        get: { summary: 'one schedule', parameters: [pathParam('name', 'schedule name')], responses: { 200: json('ScheduleDetail', 'the schedule'), ...errors } },
+        get: {
+          summary: 'one schedule: what runs (published), or a stored schedule no replica has picked up yet (published: false); a stored one has its version as ETag',
+          parameters: [pathParam('name', 'schedule name')],
+          responses: {
+            200: { description: 'the schedule', content: { 'application/json': { schema: { oneOf: [ref('ScheduleDetail'), ref('StoredNotApplied')] } } } },
+            ...errors,
+          },
+        },
         put: {
           summary: 'create or change a stored schedule (operator; audited): every replica applies it from its next due time',
           security: [{ bearer: [] }],

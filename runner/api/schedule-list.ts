@@ -12,6 +12,7 @@ import type { Keyspace } from '../redis/keys.js';
 import { HistoryKeys } from '../history/keys.js';
 import type { ScheduleIndex, ScheduleRow } from './schedule-index.js';
 import type { ListQuery, ScheduleSummary } from './schemas.js';
+import { definitionSuspension } from '../engine/definitions.js';
 
 /** A bad cursor; the message says so. */
 export class CursorError extends Error {
@@ -173,7 +174,7 @@ export function summarize(r: ScheduleRow, counts: ScheduleSummary['counts24h']):
     // Rounded up: a schedule overdue for 0.3 s is overdue (0 means it is not; the overdue filter and the pill agree).
     overdueSeconds: Math.ceil(r.health.overdueMs / 1000),
     suspended: r.suspension !== undefined || r.def.suspend === true,
-    suspension: r.suspension ?? (r.def.suspend ? { sinceMs: r.def.loadedAtMs, by: 'schedule file', note: 'suspend: true' } : null),
+    suspension: r.suspension ?? definitionSuspension(r.def) ?? null,
     counts24h: counts,
   };
 }

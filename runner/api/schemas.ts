@@ -100,6 +100,14 @@ export type ListQuery = z.infer<typeof listQuerySchema> & { /** every `label` pa
 
 export const upcomingSchema = z.object({ dueMs: ms, fireMs: ms, windowEndMs: ms }).register(apiSchemas, { id: 'Upcoming' });
 
+/** A stored schedule's stored part, as GET /schedules/{name} shows it. */
+const storedPartSchema = z.object({
+  version: z.number().describe('its version (the ETag of GET and PUT)'),
+  definition: z.record(z.string(), z.unknown()).describe('the definition as stored (one entry of a schedule file)'),
+  updatedAtMs: ms,
+  by: z.string(),
+});
+
 export const scheduleDetailSchema = scheduleSummarySchema
   .extend({
     startingDeadlineMs: z.number().nullable(),
@@ -110,8 +118,22 @@ export const scheduleDetailSchema = scheduleSummarySchema
     upcoming: z.array(upcomingSchema).describe('the next due times, with their fire times and jitter windows'),
     running: z.array(z.string()).describe('occurrences started and not final (running, or waiting to retry)'),
     historyMs: z.number().describe('how long finished occurrences are kept (--history)'),
+    published: z.literal(true).describe('a live replica runs it (published its definition)'),
+    stored: storedPartSchema.nullable().describe('for a stored schedule: its stored definition and version (null: a schedule file or Schedule resource defines it)'),
   })
   .register(apiSchemas, { id: 'ScheduleDetail' });
+
+/** GET /schedules/{name} of a stored schedule no replica has picked up yet (see server.ts). */
+export const storedOnlySchema = z
+  .object({
+    name: z.string(),
+    source: z.literal('store'),
+    published: z.literal(false).describe('no live replica has published it yet'),
+    status: z.string().describe('says so in words, and what to do'),
+    tenant: z.string().nullable(),
+    stored: storedPartSchema,
+  })
+  .register(apiSchemas, { id: 'StoredNotApplied' });
 
 export const occurrencesQuerySchema = z.object({
   from: z.string().optional().describe('ISO time or UTC ms (default: 24 h before to)'),

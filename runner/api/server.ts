@@ -40,8 +40,8 @@ import {
 import { requestProblems, type RequestPart } from './request-messages.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
-import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError } from '../store/store.js';
-import type { DefinitionProblem } from '../store/definition.js';
+import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type NotStored } from '../store/store.js';
+import { MAX_DEFINITION_BYTES, type DefinitionProblem } from '../store/definition.js';
 
 /** What the server needs. */
 export interface ApiDeps {
@@ -64,7 +64,7 @@ type Env = { Variables: { caller: Caller } };
 /** An error answer: `{error: {code, message, field?}}` (errorSchema in schemas.ts). */
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 422 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 503,
     readonly code: string,
     message: string,
     /** The refused field (`query.limit`, `body.reason`) when the error is about one. */
@@ -77,20 +77,57 @@ export class ApiError extends Error {
 }
 
 /**
- * The version an `If-Match` header asks for (an ETag as this API sends it, `"7"`, or the bare number);
- * undefined without one. `If-None-Match: *` asks for "only if it does not exist" (0).
- * @throws ApiError 400 for anything else.
+ * The condition of a write from its `If-Match` / `If-None-Match` headers (RFC 9110 §13.1), as the store's
+ * `ifVersion`: undefined without one; `If-Match: "7"` (the ETag this API sends; a bare 7 is taken too): only at
+ * version 7; `If-Match: *`: only if it exists ({@link IF_EXISTS}); `If-None-Match: *`: only if it does not exist (0,
+ * "create only"). `If-None-Match` is taken only where it can mean something (`noneMatch`: PUT).
+ * @throws ApiError 400 for a header this API cannot evaluate (a list of tags, an If-None-Match with a tag, both
+ *   headers); 412 for a weak tag (`W/"7"`), which never matches If-Match (strong comparison, §13.1.1).
  */
-function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefined): number | undefined {
+function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefined, noneMatch: boolean): number | undefined {
   if (ifNoneMatch !== undefined) {
-    if (ifNoneMatch.trim() !== '*') throw new ApiError(400, 'BAD_PARAMETER', 'header.If-None-Match: only * is understood (create only if absent)', 'header.If-None-Match');
-    if (ifMatch !== undefined) throw new ApiError(400, 'BAD_PARAMETER', 'header.If-Match: give either If-Match or If-None-Match, not both', 'header.If-Match');
+    if (!noneMatch) throw new ApiError(400, 'BAD_PARAMETER', 'header.If-None-Match: a DELETE takes only If-Match (the version to remove, or * for "if it exists"); leave If-None-Match out', 'header.If-None-Match');
+    if (ifNoneMatch.trim() !== '*') {
+      throw new ApiError(400, 'BAD_PARAMETER', 'header.If-None-Match: only * is taken here ("create only": the schedule must not exist yet); to change it only at a version, send If-Match: "<version>"', 'header.If-None-Match');
+    }
+    if (ifMatch !== undefined) throw new ApiError(400, 'BAD_PARAMETER', 'header.If-Match: send If-Match (change only at this version, or * for "only if it exists") or If-None-Match: * (create only), not both', 'header.If-Match');
     return 0;
   }
   if (ifMatch === undefined) return undefined;
-  const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(ifMatch);
-  if (!m) throw new ApiError(400, 'BAD_PARAMETER', `header.If-Match: is not a version; allowed: the schedule's version as its ETag says it (e.g. "7")`, 'header.If-Match');
+  if (ifMatch.trim() === '*') return IF_EXISTS;
+  if (/^\s*W\//.test(ifMatch)) {
+    throw new ApiError(412, 'VERSION_CONFLICT', 'header.If-Match: a weak entity tag (W/"…") never matches If-Match (RFC 9110 §13.1.1 compares strongly); send the ETag as this API gave it, e.g. "7"', 'header.If-Match');
+  }
+  const m = /^\s*"?(\d{1,15})"?\s*$/.exec(ifMatch);
+  if (!m) {
+    throw new ApiError(
+      400,
+      'BAD_PARAMETER',
+      `header.If-Match: ${ifMatch.includes(',') ? 'a list of entity tags is not taken: send one' : 'is not a version'}; allowed: the schedule's ETag as this API sent it (e.g. "7"), or * for "only if it exists"`,
+      'header.If-Match',
+    );
+  }
   return Number(m[1]);
+}
+
+/**
+ * The most a request body may have, bytes: four times a stored definition's limit ({@link MAX_DEFINITION_BYTES}),
+ * room for a definition written with indentation and a reason; a definition is then held to its own limit.
+ */
+export const MAX_BODY_BYTES = 4 * MAX_DEFINITION_BYTES;
+
+/** `application/json` and the `+json` types, with parameters (`; charset=utf-8`). */
+const JSON_TYPE = /^\s*application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
+
+/** The 413 answer of a body past {@link MAX_BODY_BYTES}. */
+function bodyTooLarge(bytes: number): ApiError {
+  return new ApiError(
+    413,
+    'BODY_TOO_LARGE',
+    `body: ${bytes.toLocaleString('en-US')} bytes, more than the ${MAX_BODY_BYTES.toLocaleString('en-US')} bytes this API reads; a stored definition may have at most ${MAX_DEFINITION_BYTES.toLocaleString('en-US')} bytes (64 KiB) as JSON: keep large data where the job reads it and put its id in job.params`,
+    'body',
+    { limitBytes: MAX_BODY_BYTES, definitionLimitBytes: MAX_DEFINITION_BYTES },
+  );
 }
 
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
@@ -190,6 +227,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     return c.json(await listSchedules(d.redis, d.keys, d.index, { ...q, labels }));
   });
 
+  const stored = new ScheduleStore(d.redis, d.keys);
   const rowOf = async (name: string) => {
     await d.index.ready();
     const row = d.index.get(name);
@@ -198,17 +236,35 @@ export function createApp(d: ApiDeps): Hono<Env> {
   };
 
   api.get('/schedules/:name', async (c) => {
-    const row = await rowOf(c.req.param('name'));
+    const name = c.req.param('name');
     // It takes no query parameters: one given (?range=99y) is refused, not silently ignored.
     const extra = Object.keys(c.req.query())[0];
     if (extra !== undefined) {
       throw new ApiError(
         400,
         'BAD_PARAMETER',
-        `query.${extra}: this route takes no query parameters; for occurrences over a time range use GET /api/v1/schedules/${row.name}/occurrences?from=…&to=…`,
+        `query.${extra}: this route takes no query parameters; for occurrences over a time range use GET /api/v1/schedules/${name}/occurrences?from=…&to=…`,
         `query.${extra}`,
       );
     }
+    await d.index.ready();
+    const published = d.index.get(name);
+    const kept = published === undefined || published.def.source?.startsWith('store') ? await stored.get(name) : undefined;
+    const storedPart = kept ? { version: kept.version, definition: kept.definition, updatedAtMs: kept.updatedAtMs, by: kept.by } : null;
+    if (kept) c.header('ETag', `"${kept.version}"`);
+    if (!published) {
+      if (!kept) throw new ApiError(404, 'NOT_FOUND', `no published or stored schedule named "${name}"`);
+      // Stored, but no live replica has picked it up yet: its definition, and a status that says so.
+      return c.json({
+        name,
+        source: 'store',
+        published: false,
+        status: 'stored, not yet applied: no live replica has published it yet (replicas pick a stored schedule up within seconds; with none running, start one: cronflock start)',
+        tenant: kept.tenant ?? null,
+        stored: storedPart,
+      });
+    }
+    const row = published;
     const now = d.index.nowMs();
     const [counts] = await counts24h(d.redis, d.keys, [row.name], now);
     const upcoming = upcomingOf(row, now, 5);
@@ -224,6 +280,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
       upcoming,
       running,
       historyMs: await readHistoryMs(d.redis, d.keys),
+      published: true,
+      stored: storedPart,
     });
   });
 
@@ -273,10 +331,25 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (who.role !== 'operator') throw new ApiError(403, 'FORBIDDEN', `token "${who.name}" has the role ${who.role}; actions need operator`);
     return who.name!;
   };
-  /** The request's JSON body (`{}` when empty). @throws ApiError 400 BAD_BODY */
+  /**
+   * The request's JSON body (`{}` when empty).
+   * @throws ApiError 413 BODY_TOO_LARGE past {@link MAX_BODY_BYTES}; 415 UNSUPPORTED_MEDIA_TYPE for a body not sent
+   *   as `application/json` (or `…+json`), e.g. text/plain — the type a cross-site form may send; 400 BAD_BODY
+   *   for a body that is not JSON.
+   */
   const bodyOf = async (c: Context<Env>, example: string): Promise<unknown> => {
+    const declared = Number(c.req.header('content-length'));
+    if (declared > MAX_BODY_BYTES) throw bodyTooLarge(declared);
     const text = await c.req.text();
     if (!text.trim()) return {};
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > MAX_BODY_BYTES) throw bodyTooLarge(bytes);
+    const type = c.req.header('content-type');
+    if (!type || !JSON_TYPE.test(type)) {
+      throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `body: sent as ${type ? `"${type.split(';')[0]!.trim()}"` : 'no Content-Type'}; allowed: application/json (send the header Content-Type: application/json), e.g. ${example}`, 'header.Content-Type', {
+        expected: 'application/json',
+      });
+    }
     try {
       return JSON.parse(text) as unknown;
     } catch {
@@ -306,18 +379,28 @@ export function createApp(d: ApiDeps): Hono<Env> {
   );
 
   // ---- stored schedules (runner/store/): create or change, delete; operator token, audited ----
-  const stored = new ScheduleStore(d.redis, d.keys);
   /** The refusal of a store write as an API error. */
-  const refusal = (e: VersionConflictError | NameOwnedError | TenantLimitError | { code: 'NOT_FOUND'; message: string }): ApiError => {
-    if (e instanceof VersionConflictError) return new ApiError(412, e.code, e.message, 'header.If-Match', { version: e.actual });
+  const refusal = (e: VersionConflictError | NameOwnedError | TenantLimitError | NotStored): ApiError => {
+    if (e instanceof VersionConflictError) {
+      // Said in the headers' words, not the library's ifVersion.
+      const s = `schedule "${e.schedule}"`;
+      const message =
+        e.expected === 0
+          ? `${s} already exists (ETag "${e.actual}"); If-None-Match: * only creates: to change it, send If-Match: "${e.actual}"`
+          : e.actual === 0
+            ? `${s} does not exist; If-Match (${e.expected === IF_EXISTS ? '*' : `"${e.expected}"`}) changes only an existing schedule: to create it, leave If-Match out or send If-None-Match: *`
+            : `${s} is at version "${e.actual}", not "${e.expected}" as If-Match asks: someone changed it since you read it; GET it again and retry with its ETag`;
+      return new ApiError(412, e.code, message, e.expected === 0 ? 'header.If-None-Match' : 'header.If-Match', { version: e.actual });
+    }
     if (e instanceof NameOwnedError) return new ApiError(409, e.code, e.message, 'name', { source: e.source });
     if (e instanceof TenantLimitError) return new ApiError(409, e.code, e.message, 'tenant', { tenant: e.tenant, limit: e.limit, count: e.count });
-    return new ApiError(404, 'NOT_FOUND', e.message);
+    // Not stored; a name a schedule file or Schedule resource owns is said so, with how to remove it there.
+    return new ApiError(404, 'NOT_FOUND', e.message, undefined, e.source !== undefined ? { source: e.source } : {});
   };
   api.put('/schedules/:name', async (c) => {
     const who = operator(c);
     const name = c.req.param('name');
-    const ifVersion = ifVersionOf(c.req.header('if-match'), c.req.header('if-none-match'));
+    const ifVersion = ifVersionOf(c.req.header('if-match'), c.req.header('if-none-match'), true);
     const body = await bodyOf(c, '{"cron": "0 8 * * *", "job": {"kind": "http", "url": "https://…"}}');
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError(422, 'SCHEDULE_INVALID', 'body: must be a JSON object: one schedule definition (the fields of a schedule file\'s entry)', 'body', {
@@ -336,6 +419,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
       const e = r.error;
       if ('problems' in e) {
         const problems = e.problems.map((p: DefinitionProblem) => ({ field: p.field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }));
+        // Too large is its own answer (413), naming the limit; nothing was written either way.
+        if (e.problems.some((p) => p.code === 'TOO_LARGE')) {
+          throw new ApiError(413, 'DEFINITION_TOO_LARGE', e.message, 'body', { limitBytes: MAX_DEFINITION_BYTES, problems });
+        }
         throw new ApiError(422, 'SCHEDULE_INVALID', e.message, problems[0]?.field ? `body.${problems[0].field}` : 'body', { problems });
       }
       throw refusal(e);
@@ -346,16 +433,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
   api.delete('/schedules/:name', async (c) => {
     const who = operator(c);
     const name = c.req.param('name');
-    const ifVersion = ifVersionOf(c.req.header('if-match'), undefined);
+    const ifVersion = ifVersionOf(c.req.header('if-match'), c.req.header('if-none-match'), false);
     const b = parse(deleteBodySchema, await bodyOf(c, '{"reason": "customer left"}, or no body'), 'body');
     const r = await stored.remove(name, { by: who, via: 'api', ...(ifVersion !== undefined ? { ifVersion } : {}), ...(b.reason !== undefined ? { reason: b.reason } : {}) });
     if (!r.ok) {
-      if (r.error.code === 'NOT_FOUND') {
-        await d.index.ready();
-        const other = d.index.get(name)?.def.source;
-        const where = other && !other.startsWith('store') ? ` (it is defined by ${other}: remove it there)` : '';
-        throw new ApiError(404, 'NOT_FOUND', `schedule "${name}" is not stored${where}`);
-      }
       throw refusal(r.error);
     }
     return c.json({ name, version: r.version, auditId: r.auditId });

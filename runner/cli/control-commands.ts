@@ -224,14 +224,14 @@ export function addControlCommands(program: Command): void {
       .argument('<schedule>', 'schedule name'),
   ).action(async (schedule: string, o: Flags) => {
     const r = await withControl(o, async (c) => {
-      const x = await resume(c, schedule);
+      const x = await resume(c, schedule, { via: 'cli', ...(o.reason !== undefined ? { reason: o.reason } : {}) });
       if (x.wasSuspended) await audit(c, 'resume', schedule, o.reason, `resumed ${schedule}${x.ran ? `; running ${x.ran}` : ''}`);
       return x;
     });
     const backfill = r.backfillWaiting ? `; ${r.backfillWaiting} backfill occurrence(s) go on` : '';
     const text = !r.wasSuspended
       ? `${schedule} was not suspended`
-      : `resumed ${schedule}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}${backfill}`;
+      : `resumed ${schedule}${r.definitionVersion !== undefined ? `; its stored definition no longer says suspend: true (version ${r.definitionVersion})` : ''}${r.ran ? `; running ${r.ran}` : ''}${r.note ? ` (${r.note})` : ''}${backfill}`;
     print(o, r, text);
   });
 }

@@ -15,12 +15,11 @@ import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
-import { tenantSchema } from '../config/schema.js';
 import type { RedisClient } from '../redis/connect.js';
 import { redisTimeMs } from '../redis/clock.js';
 import { Keyspace } from '../redis/keys.js';
 import { checkDefinition } from '../store/definition.js';
-import { ScheduleStore, type StoredSchedule } from '../store/store.js';
+import { ScheduleStore, TenantLimitArgumentError, type StoredSchedule } from '../store/store.js';
 import { positiveIntArg } from './arg-parsers.js';
 import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { reportLoad } from './start-command.js';
@@ -169,7 +168,13 @@ export function addStoreCommands(program: Command): void {
       const store = new ScheduleStore(redis, new Keyspace(o.namespace));
       const found = new Set((await store.getMany(names)).map((s) => s.name));
       const missing = names.filter((n) => !found.has(n));
-      if (missing.length > 0) throw new CliError(`not stored: ${missing.join(', ')} (cronflock list shows the stored schedules); nothing was removed`);
+      if (missing.length > 0) {
+        // A name owned by a schedule file or a Schedule resource is said so, with how to remove it there.
+        const why = await Promise.all(missing.map((n) => store.notStored(n)));
+        const owned = why.filter((w) => w.source !== undefined).map((w) => `${w.message}\n`).join('');
+        const plain = missing.filter((_, i) => why[i]!.source === undefined);
+        throw new CliError(`${owned}${plain.length > 0 ? `not stored: ${plain.join(', ')} (cronflock list shows the stored schedules)\n` : ''}nothing was removed`);
+      }
       const by = whoAmI();
       const done: { name: string; version: number }[] = [];
       for (const name of names) {
@@ -247,12 +252,15 @@ export function addStoreCommands(program: Command): void {
       .argument('<limit>', 'a whole number ≥ 0, or none to remove the limit'),
   ).action(async (tenant: string, limit: string, o: Flags) => {
     const who = tenant;
-    if (who !== '*' && !tenantSchema.safeParse(who).success) throw new CliError(`tenant "${tenant}": must be a DNS-1123 label (lowercase letters, digits and "-"), or '*' for the default`);
-    let n: number | null;
-    if (limit === 'none') n = null;
-    else if (/^\d{1,9}$/.test(limit)) n = Number(limit);
-    else throw new CliError(`limit "${limit}": must be a whole number ≥ 0, or none`);
-    await withOneShotRedis(o, 'cannot set a tenant limit in', (redis) => new ScheduleStore(redis, new Keyspace(o.namespace)).setTenantLimit(who, n));
+    // The store checks both (ScheduleStore.setTenantLimit, the one check); here only the text becomes a number
+    // (decimal digits; anything else, 1e3 or 0x10 too, is NaN, which the store refuses).
+    const n = limit === 'none' ? null : /^\d+$/.test(limit) ? Number(limit) : Number.NaN;
+    await withOneShotRedis(o, 'cannot set a tenant limit in', (redis) =>
+      new ScheduleStore(redis, new Keyspace(o.namespace)).setTenantLimit(who, n).catch((err: unknown) => {
+        if (err instanceof TenantLimitArgumentError) throw new CliError(`${err.argument} "${err.argument === 'tenant' ? who : limit}": ${err.rule}`);
+        throw err;
+      }),
+    );
     process.stdout.write(`${who === '*' ? 'default limit' : `tenant ${who}`}: ${n === null ? 'no limit' : `at most ${n} stored schedules`}\n`);
   });
 }

@@ -15,6 +15,9 @@ import { listRuns } from '../records/runs.js';
 import { enqueueOccurrences, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import { isLiveMember, type PublishedDefinition } from './definitions.js';
+import { canonicalJson } from '../text/canonical-json.js';
+import { STORE_SOURCE_FILE } from '../store/definition.js';
+import { ScheduleStore, type ChangeAuthor } from '../store/store.js';
 
 /** A control operation refused; the message says why and what to do. */
 export class ControlError extends Error {
@@ -274,21 +277,51 @@ export interface ResumeResult {
   ran?: string;
   /** Why nothing was run although onResume is latest. */
   note?: string;
+  /**
+   * For a stored schedule whose definition said `suspend: true`: the version of its definition written without
+   * it (resume clears it; the replicas apply it from its next due time, as any change).
+   */
+  definitionVersion?: number;
 }
 
 /**
  * Resumes a suspended schedule; its paused backfill goes on. With `onResume: latest`, the most recent
  * occurrence skipped while suspended runs once now (`<schedule>@<due>~resume`), unless its starting deadline
  * has passed.
+ *
+ * One rule for the two ways a schedule is suspended — by `cronflock suspend` (run time) and by its definition's
+ * `suspend: true`: resume ends both where it can. The run-time suspension is removed; a STORED schedule's
+ * definition is written again without `suspend` (a new version, audited as an upsert by `c.by` via `author.via`).
+ * A schedule file's or Schedule resource's `suspend: true` belongs to that source: resume cannot change it and
+ * says where to (when nothing else was suspended, it refuses).
+ * @throws ControlError when no live replica runs it; when only its file's `suspend: true` suspends it.
  */
-export async function resume(c: ControlContext, schedule: string): Promise<ResumeResult> {
+export async function resume(c: ControlContext, schedule: string, author: Omit<ChangeAuthor, 'by'> = {}): Promise<ResumeResult> {
   const def = await definitionOf(c, schedule);
   const raw = await c.redis.hget(c.keys.suspended, schedule);
   const backfillWaiting = await backfillOf(c, schedule);
-  if (!raw) return { wasSuspended: false, backfillWaiting };
-  await c.redis.hdel(c.keys.suspended, schedule);
-  const r = await runLatestMissed(c, def, schedule, JSON.parse(raw) as { sinceMs: number });
-  return { wasSuspended: true, backfillWaiting, ...r };
+  let definitionVersion: number | undefined;
+  if (def.source === undefined || def.source.startsWith(STORE_SOURCE_FILE)) {
+    const store = new ScheduleStore(c.redis, c.keys);
+    const kept = await store.get(schedule);
+    if (kept?.definition.suspend === true) {
+      const { suspend: _suspend, ...rest } = kept.definition;
+      // Checked when it was stored; only `suspend` goes (no re-validation: relative module paths need its baseDir).
+      const w = await store.write(schedule, canonicalJson(rest), kept.tenant ?? '', { ...author, by: c.by, ifVersion: kept.version });
+      if (!w.ok) throw new ControlError(`schedule "${schedule}": could not clear suspend: true of its stored definition: ${w.error.message}`);
+      definitionVersion = w.version;
+    }
+  } else if (def.suspend === true && !raw) {
+    throw new ControlError(
+      `schedule "${schedule}" is suspended by its own definition (suspend: true in ${def.source}), not by cronflock suspend: ` +
+        'set suspend: false (or remove it) there; the replicas reload it',
+    );
+  }
+  if (!raw && definitionVersion === undefined) return { wasSuspended: false, backfillWaiting };
+  if (raw) await c.redis.hdel(c.keys.suspended, schedule);
+  // Suspended by its definition only: since when is not known; the latest skipped occurrence kept is the one.
+  const r = await runLatestMissed(c, def, schedule, raw ? (JSON.parse(raw) as { sinceMs: number }) : { sinceMs: 0 });
+  return { wasSuspended: true, backfillWaiting, ...(definitionVersion !== undefined ? { definitionVersion } : {}), ...r };
 }
 
 /** With onResume: latest, runs the latest occurrence skipped while suspended (see {@link resume}). */

@@ -60,6 +60,20 @@ export interface PublishedDefinition {
   labels?: Record<string, string>;
 }
 
+/**
+ * The suspension a published definition's own `suspend: true` makes (absent: it does not say so), in the shape of
+ * a run-time one (`cronflock suspend`), so that every status (the API, the dashboard, `cronflock status`) shows
+ * one truth: suspended by what, and how it ends. A stored schedule's ends with `resume` (it clears the field:
+ * control.ts `resume`); a schedule file's or Schedule resource's only there.
+ */
+export function definitionSuspension(def: Pick<PublishedDefinition, 'suspend' | 'source' | 'loadedAtMs'>): { sinceMs: number; by: string; note: string } | undefined {
+  if (def.suspend !== true) return undefined;
+  const stored = def.source === undefined || def.source.startsWith('store');
+  return stored
+    ? { sinceMs: def.loadedAtMs, by: 'its stored definition', note: 'suspend: true (resume clears it)' }
+    : { sinceMs: def.loadedAtMs, by: `its definition in ${def.source}`, note: 'suspend: true (set suspend: false there)' };
+}
+
 /** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
 function sourceOf(s: Pick<CompiledSchedule, 'source'>): string {
   return `${s.source.file}${s.source.line ? `:${s.source.line}` : ''}`;

@@ -5,7 +5,6 @@
  * compare-and-set into an overwrite) or failing deep inside (a Lua comparison error, a client's TypeError).
  * The same rules as the CLI's and the HTTP API's for the same values.
  */
-import { tenantSchema } from '../config/schema.js';
 import { editDistance } from '../text/edit-distance.js';
 
 /** A call of the library with an argument it does not take; `argument` names it (e.g. `upsert options.ifVersion`). */
@@ -67,15 +66,3 @@ export function text(what: string, v: unknown): string | undefined {
   if (typeof v !== 'string') throw new LibraryArgumentError(what, `must be a string; got ${show(v)}`);
   return v;
 }
-
-/**
- * A tenant name as `cronflock tenants set-limit` takes it: a DNS-1123 label, or `*` for the default.
- * @throws LibraryArgumentError otherwise.
- */
-export function tenantOrDefault(what: string, v: unknown): string {
-  if (v === '*' || (typeof v === 'string' && tenantSchema.safeParse(v).success)) return v;
-  throw new LibraryArgumentError(what, `must be a DNS-1123 label (lowercase letters, digits and "-", at most 63), or '*' for the default; got ${show(v)}`);
-}
-
-/** The largest tenant limit taken (a bound against typos such as 1e308). */
-export const MAX_TENANT_LIMIT = 100_000_000;

@@ -37,16 +37,16 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
-import { checkDefinition, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type ListFilter, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
+import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
+import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
-import { LibraryArgumentError, MAX_TENANT_LIMIT, onlyKeys, tenantOrDefault, text, timeMs, wholeNumber } from './arguments.js';
+import { LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
 
-export { ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
-export type { ListFilter, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
+export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
+export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
 export interface ConnectFlockOptions {
@@ -71,7 +71,8 @@ export interface FlockSchedules {
    * Creates or changes a schedule (the definition of a schedule file's entry). Atomic; the version grows; every
    * replica applies it from its next due time. `ifVersion`: only if the stored version is this one (0: only if it
    * does not exist). Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
-   * problem with its field), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
+   * problem with its field; also a value JSON cannot carry, NOT_JSON with its path such as `job.params.when`, and
+   * a definition over 64 KiB as JSON, TOO_LARGE), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
    * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
    * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
    */
@@ -83,11 +84,19 @@ export interface FlockSchedules {
    * previous page's, `limit` ≤ 1000 (default 100). With `labels` a page may be short while `cursor` is set.
    */
   list(o?: ListFilter & { cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
-  /** Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped. Audited. */
+  /**
+   * Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped.
+   * Audited. A name that is not stored answers NOT_FOUND; when a schedule file or Schedule resource defines it,
+   * the message names that source and how to remove it there (`error.source`).
+   */
   remove(name: string, o?: { ifVersion?: number; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
   suspend(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
-  /** Resumes it (as `cronflock resume`; audited). @throws ControlError when no live replica runs it */
+  /**
+   * Resumes it (as `cronflock resume`; audited): ends a run-time suspension and, when its stored definition says
+   * `suspend: true`, writes the definition again without it (a new version). @throws ControlError when no live
+   * replica runs it, or when only its schedule file's `suspend: true` suspends it (change it there)
+   */
   resume(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /** Runs it now as a manual occurrence (as `cronflock trigger`; audited). @throws ControlError when no live replica runs it */
   trigger(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
@@ -104,6 +113,8 @@ export interface FlockTenants {
   /**
    * Sets the most stored schedules a tenant may have, flock-wide (`'*'`: every tenant without its own; null:
    * no limit), as `cronflock tenants set-limit` does. Stored in Redis: every writer is held to it.
+   * @throws LibraryArgumentError when the store refuses the tenant (not a DNS-1123 label or `*`) or the limit
+   *   (not a whole number from 0 to 100,000,000, or null); nothing is written then.
    */
   setLimit(tenant: string, limit: number | null): Promise<void>;
 }
@@ -214,12 +225,12 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     schedules,
     tenants: {
       list: () => store.tenants(),
-      setLimit: async (t, n) => {
-        const tenant = tenantOrDefault('tenants.setLimit tenant', t);
-        const limit = n === null ? null : wholeNumber('tenants.setLimit limit', n, 0, MAX_TENANT_LIMIT, 'or null for no limit');
-        if (limit === undefined) throw new LibraryArgumentError('tenants.setLimit limit', 'must be a whole number ≥ 0, or null for no limit; got undefined');
-        await store.setTenantLimit(tenant, limit);
-      },
+      // The store checks the tenant and the limit (the one check, also for the CLI); said in the library's words.
+      setLimit: (t, n) =>
+        store.setTenantLimit(t, n).catch((err: unknown) => {
+          if (err instanceof TenantLimitArgumentError) throw new LibraryArgumentError(`tenants.setLimit ${err.argument}`, `${err.rule}; got ${err.got}`);
+          throw err;
+        }),
     },
     async close() {
       if (lanes) await settlesWithin(closeLanes(lanes), 2_000);

@@ -8,7 +8,7 @@
  * costs a few dozen small commands, not 100,000.
  */
 import type { Lanes } from '../engine/enqueue.js';
-import type { PublishedDefinition } from '../engine/definitions.js';
+import { definitionSuspension, type PublishedDefinition } from '../engine/definitions.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { redisTimeMs } from '../redis/clock.js';
@@ -33,7 +33,7 @@ export interface ScheduleStatus {
   jitterMs: number;
   /** The replica whose definition is published (the one loaded last). */
   publishedBy: string;
-  /** Present while suspended (`cronflock suspend`): since when, by whom, and the note given. */
+  /** Present while suspended: at run time (`cronflock suspend`: since when, by whom, the note given), else by its definition's `suspend: true` (definitionSuspension). */
   suspended?: { sinceMs: number; by: string; note?: string };
   /** Next due time after now and its fire time; null when the cron expression has no later due time. */
   nextDueMs: number | null;
@@ -181,7 +181,10 @@ export async function readFlockStatus(
       } catch {
         /* a definition this version cannot compile: leave the next fire time empty */
       }
+      // One truth with the API: suspended at run time, else by its definition's own suspend: true.
+      const byDefinition = definitionSuspension(def);
       if (suspensions[i]) s.suspended = JSON.parse(suspensions[i]!) as NonNullable<ScheduleStatus['suspended']>;
+      else if (byDefinition) s.suspended = byDefinition;
       if (lastOks[i]) s.lastSuccessMs = Number(lastOks[i]);
       const last = recs.find((r): r is RunRecord => r !== null && isFinalState(r.state));
       if (last) {

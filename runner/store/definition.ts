@@ -18,7 +18,7 @@ export type ScheduleDefinition = NonNullable<ScheduleFileInput['schedules']>[num
 
 /** One problem of a definition: the schedule-file loader's code, reason and hint, and the field it is about. */
 export interface DefinitionProblem {
-  code: ConfigErrorCode | 'NOT_AN_OBJECT';
+  code: ConfigErrorCode | 'NOT_AN_OBJECT' | 'NOT_JSON' | 'TOO_LARGE';
   /** Dotted field path inside the definition, e.g. `job.url`; empty when it concerns the whole definition. */
   field: string;
   reason: string;
@@ -55,6 +55,73 @@ export type CheckedDefinition =
 const PREFIX = /^schedules\[0\]\.?/;
 
 /**
+ * The largest stored definition, in bytes of its canonical JSON (UTF-8): 64 KiB. Every replica reads every
+ * stored definition at start and each changed one again, keeps them all in memory and publishes each to
+ * `{ns}:defs`; the store is made for up to 1M schedules, so the cap bounds that (1M × 64 KiB is already 64 GB,
+ * while a real definition — cron, a job, some params naming a customer — is well under 2 KiB). Larger data belongs
+ * where the job reads it (a database row the params name), not in the schedule. The same cap holds for the library,
+ * the HTTP API (413) and `cronflock apply`, all through {@link checkDefinition} and {@link ScheduleStore.write}.
+ */
+export const MAX_DEFINITION_BYTES = 64 * 1024;
+
+/** The refusal of a definition larger than {@link MAX_DEFINITION_BYTES} (code TOO_LARGE). */
+export function tooLargeProblem(bytes: number): DefinitionProblem {
+  return {
+    code: 'TOO_LARGE',
+    field: '',
+    reason: `the definition is ${bytes.toLocaleString('en-US')} bytes as JSON, more than the limit of ${MAX_DEFINITION_BYTES.toLocaleString('en-US')} bytes (64 KiB) a stored schedule may have`,
+    hint: 'keep large data where the job reads it (a database row, an object store) and put only its id in job.params',
+  };
+}
+
+/**
+ * The values of `v` that JSON cannot carry, each with its path inside the definition (`job.params.customer.when`):
+ * functions, symbols, BigInt, NaN and ±Infinity, objects that are not plain objects or arrays (Date, Map, Set,
+ * class instances: JSON.stringify would turn them into text, `{}` or drop them), and `undefined` inside
+ * `job.params` or in a list (JSON.stringify drops or nulls them, so the handler would get something else than
+ * was stored). Elsewhere a key whose value is `undefined` counts as absent, as TypeScript's optional fields do.
+ */
+export function nonJsonValues(v: unknown, path = '', inParams = false, seen = new Set<object>()): DefinitionProblem[] {
+  const problem = (what: string, hint: string): DefinitionProblem[] => [{ code: 'NOT_JSON', field: path, reason: `${what}, which JSON cannot store`, hint }];
+  switch (typeof v) {
+    case 'function':
+      return problem('is a function', 'a definition is data: pass the value the function would compute, or name a handler (kind: handler) that computes it');
+    case 'symbol':
+      return problem('is a symbol', 'use a string instead');
+    case 'bigint':
+      return problem(`is a BigInt (${v}n)`, `pass it as a string ("${v}") or, when it is at most ${Number.MAX_SAFE_INTEGER}, as a number`);
+    case 'number':
+      return Number.isFinite(v) ? [] : problem(`is ${v}`, 'use a finite number, or null');
+    case 'undefined':
+      return inParams ? problem('is undefined', 'leave the key out, or use null') : [];
+    case 'object': {
+      if (v === null) return [];
+      if (seen.has(v)) return problem('refers back to itself (a cycle)', 'pass a copy without the cycle');
+      const proto = Object.getPrototypeOf(v) as unknown;
+      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+        if (v instanceof Date) return problem('is a Date', `pass it as text: ${Number.isNaN(v.getTime()) ? 'an ISO 8601 time' : `"${v.toISOString()}"`} (date.toISOString())`);
+        const kind = (v as { constructor?: { name?: string } }).constructor?.name || 'object';
+        return problem(`is a ${kind}, not a plain object or list`, v instanceof Map || v instanceof Set ? `pass a plain object or list (Object.fromEntries(map), [...set])` : 'pass a plain object with its fields');
+      }
+      seen.add(v);
+      const out: DefinitionProblem[] = [];
+      if (Array.isArray(v)) {
+        for (const [i, x] of v.entries()) out.push(...nonJsonValues(x, `${path}[${i}]`, true, seen));
+      } else {
+        for (const [k, x] of Object.entries(v)) {
+          const p = path ? `${path}.${k}` : k;
+          out.push(...nonJsonValues(x, p, inParams || p === 'job.params', seen));
+        }
+      }
+      seen.delete(v);
+      return out;
+    }
+    default:
+      return [];
+  }
+}
+
+/**
  * Validates and compiles one definition the way a schedule file's entry is (see the module docs).
  * Relative module paths resolve against `baseDir` (default: the working directory).
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
@@ -64,12 +131,12 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
   }
-  let json: string;
-  try {
-    json = canonicalJson(def);
-  } catch (err) {
-    return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'SCHEMA_INVALID', field: '', reason: `cannot be written as JSON: ${(err as Error).message}` }]) };
-  }
+  // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
+  const nonJson = nonJsonValues(def);
+  if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
+  const json = canonicalJson(def);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
   // JSON is YAML: the file loader reads it as it reads a file (so positions are of the one line; not shown).
   const r = await parseScheduleText(`{"schedules":[${json}]}`, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
   if (r.errors.length > 0) {

@@ -8,9 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Keyspace } from '../redis/keys.js';
 import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { parseScheduleText } from '../config/load.js';
-import { ScheduleDefinitionError } from './definition.js';
+import { MAX_DEFINITION_BYTES, ScheduleDefinitionError } from './definition.js';
 import { readAudit } from '../history/audit.js';
-import { NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError } from './store.js';
+import { IF_EXISTS, MAX_TENANT_LIMIT, NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError } from './store.js';
 
 const pr = usePrivateRedis(); // the shared set-up (test/support): flushed before each test
 let redis: Redis;
@@ -207,5 +207,98 @@ describe('ScheduleStore', () => {
     } finally {
       for (const c of clients) c.disconnect();
     }
+  });
+
+  it('refuses a definition larger than 64 KiB as JSON, naming the limit, before any write; one just under it is stored', async () => {
+    const big = def('big', '*/5 * * * *', { job: { kind: 'handler', handler: 'h', params: { blob: 'x'.repeat(MAX_DEFINITION_BYTES) } } });
+    const r = await store.upsert(big as never);
+    expect(r.ok).toBe(false);
+    const e = !r.ok ? (r.error as ScheduleDefinitionError) : undefined;
+    expect(e).toBeInstanceOf(ScheduleDefinitionError);
+    expect(e!.problems).toEqual([expect.objectContaining({ code: 'TOO_LARGE', reason: expect.stringContaining('65,536 bytes (64 KiB)'), hint: expect.stringContaining('job.params') })]);
+    expect(await redis.keys('*')).toEqual([]);
+    // write() (what cronflock apply calls after checking) holds the same limit
+    const w = await store.write('big', JSON.stringify(big), '');
+    expect(!w.ok && (w.error as ScheduleDefinitionError).problems[0]?.code).toBe('TOO_LARGE');
+    expect(await redis.keys('*')).toEqual([]);
+    const fits = def('fits', '*/5 * * * *', { job: { kind: 'handler', handler: 'h', params: { blob: 'x'.repeat(MAX_DEFINITION_BYTES - 200) } } });
+    expect((await store.upsert(fits as never)).ok).toBe(true);
+  });
+
+  it('refuses params JSON cannot carry (function, undefined, symbol, BigInt, NaN, Date, Map, class, cycle), naming each path and the fix; writes nothing', async () => {
+    class Money {
+      cents = 5;
+    }
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const params = {
+      customer: { when: () => 'now', id: undefined, tag: Symbol('t'), big: 12n, ratio: Number.NaN, since: new Date('2026-01-02T03:04:05Z'), seen: new Map(), price: new Money() },
+      list: [1, undefined],
+      cyclic,
+    };
+    const r = await store.upsert(def('nj', '*/5 * * * *', { job: { kind: 'handler', handler: 'h', params } }) as never);
+    expect(r.ok).toBe(false);
+    const e = !r.ok ? (r.error as ScheduleDefinitionError) : undefined;
+    expect(e!.problems.map((p) => [p.code, p.field])).toEqual([
+      ['NOT_JSON', 'job.params.customer.when'],
+      ['NOT_JSON', 'job.params.customer.id'],
+      ['NOT_JSON', 'job.params.customer.tag'],
+      ['NOT_JSON', 'job.params.customer.big'],
+      ['NOT_JSON', 'job.params.customer.ratio'],
+      ['NOT_JSON', 'job.params.customer.since'],
+      ['NOT_JSON', 'job.params.customer.seen'],
+      ['NOT_JSON', 'job.params.customer.price'],
+      ['NOT_JSON', 'job.params.list[1]'],
+      ['NOT_JSON', 'job.params.cyclic.self'],
+    ]);
+    expect(e!.message).toContain('job.params.customer.when: is a function, which JSON cannot store');
+    expect(e!.problems[3]).toMatchObject({ reason: 'is a BigInt (12n), which JSON cannot store', hint: expect.stringContaining('as a string ("12")') });
+    expect(e!.problems[5]!.hint).toContain('"2026-01-02T03:04:05.000Z"');
+    expect(await redis.keys('*')).toEqual([]);
+    // outside params, a key whose value is undefined is absent (TypeScript's optional fields)
+    expect((await store.upsert({ ...def('opt'), timeZone: undefined } as never)).ok).toBe(true);
+  });
+
+  it('checks a tenant limit in the store (the one check the library and the CLI use): bad tenant or limit refused, nothing written', async () => {
+    for (const [tenant, limit, argument] of [
+      ['Bad Tenant', 3, 'tenant'],
+      ['', 3, 'tenant'],
+      ['acme', -1, 'limit'],
+      ['acme', 1.5, 'limit'],
+      ['acme', Number.NaN, 'limit'],
+      ['acme', 'lots', 'limit'],
+      ['acme', MAX_TENANT_LIMIT + 1, 'limit'],
+      ['acme', undefined, 'limit'],
+    ] as const) {
+      const err = await store.setTenantLimit(tenant, limit as never).then(() => null, (x: unknown) => x);
+      expect(err, `${tenant} ${String(limit)}`).toBeInstanceOf(TenantLimitArgumentError);
+      expect((err as TenantLimitArgumentError).argument).toBe(argument);
+    }
+    expect(await redis.keys('*')).toEqual([]);
+    await store.setTenantLimit('acme', 0);
+    await store.setTenantLimit('*', MAX_TENANT_LIMIT);
+    expect((await store.tenants()).defaultLimit).toBe(MAX_TENANT_LIMIT);
+  });
+
+  it('a remove of a name a schedule file or Schedule resource owns names that source and how to remove it there', async () => {
+    await redis.hset(keys.definitions, 'from-file', JSON.stringify({ definitionHash: 'h', replica: 'r1', source: 'schedules/a.yaml:3' }));
+    await redis.hset(keys.definitions, 'from-k8s', JSON.stringify({ definitionHash: 'h', replica: 'r1', source: 'Schedule prod/nightly' }));
+    const f = await store.remove('from-file');
+    expect(!f.ok && f.error).toMatchObject({ code: 'NOT_FOUND', source: 'schedules/a.yaml:3' });
+    expect(!f.ok && f.error.message).toBe('schedule "from-file" is not stored: it is defined by schedules/a.yaml:3, which owns the name; remove it from schedules/a.yaml (line 3); the replicas reload the file');
+    const k = await store.remove('from-k8s');
+    expect(!k.ok && k.error.message).toContain('kubectl delete schedules.cronflock.io nightly -n prod');
+    const n = await store.remove('nowhere');
+    expect(!n.ok && n.error).toEqual({ code: 'NOT_FOUND', message: 'schedule "nowhere" is not stored' });
+  });
+
+  it('ifVersion IF_EXISTS (If-Match: *) changes only a schedule that exists, whatever its version', async () => {
+    const absent = await store.upsert(def('ie'), { ifVersion: IF_EXISTS });
+    expect(!absent.ok && absent.error).toBeInstanceOf(VersionConflictError);
+    expect(!absent.ok && absent.error.message).toContain('does not exist');
+    expect(await store.get('ie')).toBeUndefined();
+    await store.upsert(def('ie'));
+    expect(await store.upsert(def('ie', '*/9 * * * *'), { ifVersion: IF_EXISTS })).toMatchObject({ ok: true, changed: true });
+    expect((await store.remove('ie', { ifVersion: IF_EXISTS })).ok).toBe(true);
   });
 });

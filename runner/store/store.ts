@@ -27,7 +27,8 @@ import { HistoryKeys } from '../history/keys.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
-import { checkDefinition, ScheduleDefinitionError, type ScheduleDefinition } from './definition.js';
+import { tenantSchema } from '../config/schema.js';
+import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, tooLargeProblem, type ScheduleDefinition } from './definition.js';
 
 /** About how many entries the change stream keeps (XADD MAXLEN ~): a replica further behind reads everything. */
 export const CHANGES_MAX_LEN = 100_000;
@@ -76,6 +77,39 @@ export class TenantLimitError extends Error {
   }
 }
 
+/** The largest tenant limit taken (a bound against typos such as 1e308). */
+export const MAX_TENANT_LIMIT = 100_000_000;
+
+/**
+ * A refusal of {@link ScheduleStore.setTenantLimit}'s arguments (nothing was written): `argument` is `tenant` or
+ * `limit`; the message says what it takes. The one check of a tenant limit: the library and the CLI pass what
+ * they were given and report this error.
+ */
+export class TenantLimitArgumentError extends TypeError {
+  readonly code = 'ARGUMENT_INVALID';
+  constructor(
+    readonly argument: 'tenant' | 'limit',
+    /** The value given, as shown. */
+    readonly got: string,
+    /** What it takes, e.g. `must be a whole number from 0 to …`. */
+    readonly rule: string,
+  ) {
+    super(`${argument} ${got}: ${rule}`);
+    this.name = 'TenantLimitArgumentError';
+  }
+}
+
+const shown = (v: unknown): string =>
+  typeof v === 'string' ? JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v) : typeof v === 'bigint' ? `${v}n` : v === undefined ? 'undefined' : typeof v === 'object' && v !== null ? 'an object' : String(v);
+
+/** What {@link ScheduleStore.remove} answers for a name that is not stored. */
+export interface NotStored {
+  code: 'NOT_FOUND';
+  message: string;
+  /** The source a replica publishes the name from when it is not the store (`file:line`, `Schedule ns/name`). */
+  source?: string;
+}
+
 /** One tenant's stored schedules and limit ({@link ScheduleStore.tenants}). */
 export interface TenantInfo {
   tenant: string;
@@ -86,12 +120,18 @@ export interface TenantInfo {
   defaultLimit: boolean;
 }
 
+/**
+ * The `ifVersion` of a write that must find the schedule stored, whatever its version (HTTP `If-Match: *`,
+ * RFC 9110 §13.1.1): refused with a {@link VersionConflictError} (actual 0) when it is not.
+ */
+export const IF_EXISTS = -2;
+
 /** A refusal of a write that lost its compare-and-set: the schedule's version is not the one expected. */
 export class VersionConflictError extends Error {
   readonly code = 'VERSION_CONFLICT';
   constructor(
     readonly schedule: string,
-    /** The `ifVersion` asked for (0: only if it does not exist). */
+    /** The `ifVersion` asked for (0: only if it does not exist; {@link IF_EXISTS}: only if it exists). */
     readonly expected: number,
     /** The version it has (0: it does not exist). */
     readonly actual: number,
@@ -99,7 +139,9 @@ export class VersionConflictError extends Error {
     super(
       expected === 0
         ? `schedule "${schedule}" already exists (version ${actual}); pass ifVersion: ${actual} to change it`
-        : actual === 0
+        : expected === IF_EXISTS
+          ? `schedule "${schedule}" does not exist, and it was to be changed only if it exists; create it without that condition`
+          : actual === 0
           ? `schedule "${schedule}" does not exist (expected version ${expected})`
           : `schedule "${schedule}" is at version ${actual}, not ${expected}: someone changed it since you read it; read it again and retry`,
     );
@@ -135,7 +177,7 @@ export type UpsertResult =
   | { ok: false; error: ScheduleDefinitionError | VersionConflictError | NameOwnedError | TenantLimitError };
 
 /** What {@link ScheduleStore.remove} gives back. */
-export type RemoveResult = { ok: true; version: number; /** its audit entry */ auditId: string } | { ok: false; error: VersionConflictError | { code: 'NOT_FOUND'; message: string } };
+export type RemoveResult = { ok: true; version: number; /** its audit entry */ auditId: string } | { ok: false; error: VersionConflictError | NotStored };
 
 /** What {@link ScheduleStore.list} filters by. */
 export interface ListFilter {
@@ -181,6 +223,8 @@ export class ScheduleStore {
    * does after validating, for callers that validated a whole input first (`cronflock apply`).
    */
   async write(name: string, json: string, tenant: string, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<UpsertResult> {
+    const bytes = Buffer.byteLength(json, 'utf8');
+    if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
     const k = this.keys;
     const r = (await Scripts.on(this.redis).run(
       'store-upsert',
@@ -221,17 +265,42 @@ export class ScheduleStore {
         ...this.changeArgs(o),
       },
     )) as [string, number | string, string?];
-    if (r[0] === 'absent') return { ok: false, error: { code: 'NOT_FOUND', message: `schedule "${name}" is not stored` } };
+    if (r[0] === 'absent') return { ok: false, error: await this.notStored(name) };
     if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
     return { ok: true, version: Number(r[1]), auditId: r[2]! };
   }
 
   /**
+   * Why `name` is not stored, for a remove: when a replica publishes it from a schedule file or a Schedule
+   * resource, that source and how to remove it there (a remove through the store cannot: the name is owned by
+   * that source, and the replicas would load it again from there).
+   */
+  async notStored(name: string): Promise<NotStored> {
+    const raw = await this.redis.hget(this.keys.definitions, name);
+    const source = raw ? (JSON.parse(raw) as { source?: string }).source : undefined;
+    if (!source || source.startsWith('store')) return { code: 'NOT_FOUND', message: `schedule "${name}" is not stored` };
+    const k8s = /^Schedule ([^/]+)\/(.+)$/.exec(source);
+    const how = k8s
+      ? `delete it there (kubectl delete schedules.cronflock.io ${k8s[2]} -n ${k8s[1]}, or remove it from its manifest)`
+      : `remove it from ${source.replace(/:\d+$/, '')} (line ${/:(\d+)$/.exec(source)?.[1] ?? '?'}); the replicas reload the file`;
+    return { code: 'NOT_FOUND', message: `schedule "${name}" is not stored: it is defined by ${source}, which owns the name; ${how}`, source };
+  }
+
+  /**
    * Sets the most stored schedules `tenant` may have (`*`: every tenant without a limit of its own); `null`
    * removes the limit. Lowering it below the tenant's count removes nothing: further upserts of new schedules
-   * of that tenant are refused until it is under the limit again.
+   * of that tenant are refused until it is under the limit again. The one check of these arguments (the library
+   * and `cronflock tenants set-limit` pass theirs here unchecked).
+   * @throws TenantLimitArgumentError when `tenant` is neither a DNS-1123 label nor `*`, or `limit` is neither
+   *   null nor a whole number from 0 to {@link MAX_TENANT_LIMIT}; nothing is written then.
    */
   async setTenantLimit(tenant: string, limit: number | null): Promise<void> {
+    if (tenant !== '*' && !(typeof tenant === 'string' && tenantSchema.safeParse(tenant).success)) {
+      throw new TenantLimitArgumentError('tenant', shown(tenant), `must be a DNS-1123 label (lowercase letters, digits and "-", at most 63), or '*' for every tenant without a limit of its own`);
+    }
+    if (limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_TENANT_LIMIT)) {
+      throw new TenantLimitArgumentError('limit', shown(limit), `must be a whole number from 0 to ${MAX_TENANT_LIMIT.toLocaleString('en-US')}, or none (null) to remove the limit`);
+    }
     if (limit === null) await this.redis.hdel(this.keys.storeTenantLimits, tenant);
     else await this.redis.hset(this.keys.storeTenantLimits, tenant, String(limit));
   }

@@ -37,7 +37,7 @@ describe('API 404s', () => {
       ['GET', '/api/v2/schedules', /^no API route GET \/api\/v2\/schedules: /],
       ['GET', '/api/v1/schedules/a/b/c', /^no API route GET \/api\/v1\/schedules\/a\/b\/c: /],
       ['PATCH', '/api/v1/schedules/x', /^no API route PATCH \/api\/v1\/schedules\/x: /],
-      ['GET', '/api/v1/schedules/no-such-schedule', /^no published schedule named "no-such-schedule"$/],
+      ['GET', '/api/v1/schedules/no-such-schedule', /^no published or stored schedule named "no-such-schedule"$/],
       ['GET', '/api/v1/occurrences/x@2026-01-01T00:00:00.000Z', /^no record or history of x@2026-01-01T00:00:00\.000Z/],
     ];
     for (const [method, path, message] of cases) {

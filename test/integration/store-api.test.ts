@@ -28,11 +28,13 @@ import { BIN, ROOT } from '../support/replica.js';
 let flock: Flock;
 let api: Dashboard;
 let lib: LibFlock;
+let quietApi: Dashboard;
+let quiet: LibFlock;
 const keys = new Keyspace();
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; etag: string | null }> {
-  const r = await fetch(new URL(path, api.url), {
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, on: Dashboard = api): Promise<{ status: number; body: any; etag: string | null }> {
+  const r = await fetch(new URL(path, on.url), {
     method,
     headers: { 'content-type': 'application/json', ...headers },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
@@ -51,16 +53,24 @@ function cli(...args: string[]): { status: number | null; stdout: string; stderr
 
 beforeAll(async () => {
   flock = await Flock.start();
-  const file = flock.writeSchedules(`schedules:\n  - {name: file-owned, cron: "0 0 1 1 *", job: {kind: http, url: "${flock.receiver.url}/x"}}\n`);
+  const file = flock.writeSchedules(
+    `schedules:\n  - {name: file-owned, cron: "0 0 1 1 *", job: {kind: http, url: "${flock.receiver.url}/x"}}\n` +
+      `  - {name: file-suspended, suspend: true, cron: "0 0 1 1 *", job: {kind: http, url: "${flock.receiver.url}/x"}}\n`,
+  );
   await flock.startReplica({ name: 'r1', schedules: file });
   const tokens = join(flock.dir, 'tokens.yaml');
   writeFileSync(tokens, `tokens:\n  - {name: alice, role: operator, token: ${OPERATOR_TOKEN}}\n  - {name: bob, role: viewer, token: ${VIEWER_TOKEN}}\n`);
   api = await startDashboard({ redisUrl: flock.redis.url, namespace: 'cronflock', listen: { host: '127.0.0.1', port: 0 }, version: 'test', rules: loadTokenFile(tokens) });
+  // a flock without replicas: what is stored there is never picked up
+  quietApi = await startDashboard({ redisUrl: flock.redis.url, namespace: 'quiet', listen: { host: '127.0.0.1', port: 0 }, version: 'test', rules: loadTokenFile(tokens) });
+  quiet = await connectFlock({ redis: flock.redis.url, namespace: 'quiet', by: 'app' });
   lib = await connectFlock({ redis: flock.redis.url, by: 'app' });
   // the replica published its file's schedule: the name is owned
   await until(async () => (await flock.redisClient.hget(keys.definitions, 'file-owned')) !== null, 30_000, 'file-owned published');
 }, 90_000);
 afterAll(async () => {
+  await quiet?.close();
+  await quietApi?.close();
   await lib?.close();
   await api?.close();
   await flock?.close();
@@ -241,3 +251,144 @@ describe('cronflock apply -f and delete', () => {
     expect((await lib.tenants.list()).tenants.find((t) => t.tenant === 'zeta')).toBeUndefined();
   });
 });
+
+describe('limits, content types and conditional requests (found by a user)', () => {
+  it('refuses a definition over 64 KiB with 413 naming the limit, and a body over 256 KiB with 413; nothing stored', async () => {
+    const big = def({ job: { kind: 'handler', handler: 'h', params: { blob: 'x'.repeat(70_000) } } });
+    const r = await call('PUT', '/api/v1/schedules/too-big', big, op);
+    expect(r.status).toBe(413);
+    expect(r.body.error).toMatchObject({ code: 'DEFINITION_TOO_LARGE', limitBytes: 65_536 });
+    expect(r.body.error.message).toContain('65,536 bytes (64 KiB)');
+    const huge = await call('PUT', '/api/v1/schedules/too-big', def({ job: { kind: 'handler', handler: 'h', params: { blob: 'x'.repeat(300_000) } } }), op);
+    expect(huge.status).toBe(413);
+    expect(huge.body.error).toMatchObject({ code: 'BODY_TOO_LARGE', limitBytes: 262_144, definitionLimitBytes: 65_536 });
+    expect(await lib.schedules.get('too-big')).toBeUndefined();
+    // the library: the same cap, as a value naming it
+    const l = await lib.schedules.upsert({ name: 'too-big', ...big } as never);
+    expect(!l.ok && l.error.message).toContain('65,536 bytes (64 KiB)');
+  });
+
+  it('refuses a body sent as text/plain, form data or without a Content-Type with 415 naming application/json', async () => {
+    for (const type of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', undefined]) {
+      const r = await fetch(new URL('/api/v1/schedules/typed', api.url), { method: 'PUT', headers: { ...op, ...(type ? { 'content-type': type } : {}) }, body: type === undefined ? new Blob([JSON.stringify(def())]) : JSON.stringify(def()) });
+      const body = (await r.json()) as any;
+      expect(r.status, String(type)).toBe(415);
+      expect(body.error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', field: 'header.Content-Type', expected: 'application/json' });
+      expect(body.error.message).toContain('allowed: application/json');
+    }
+    const post = await fetch(new URL('/api/v1/schedules/file-owned/trigger', api.url), { method: 'POST', headers: { ...op, 'content-type': 'text/plain' }, body: '{"reason":"x"}' });
+    expect(post.status).toBe(415);
+    expect(await lib.schedules.get('typed')).toBeUndefined();
+    // application/json with a charset, and +json types, are JSON
+    expect((await call('PUT', '/api/v1/schedules/typed', def(), { ...op, 'content-type': 'application/json; charset=utf-8' })).status).toBe(200);
+    expect((await call('PUT', '/api/v1/schedules/typed', def(), { ...op, 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+  });
+
+  it('If-Match: * changes only an existing schedule (412 when absent); If-None-Match: * only creates; a weak tag never matches; a list or a DELETE If-None-Match is refused', async () => {
+    const absent = await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-match': '*' });
+    expect(absent.status).toBe(412);
+    expect(absent.body.error.message).toMatch(/does not exist; If-Match \(\*\) changes only an existing schedule/);
+    expect(await lib.schedules.get('cond')).toBeUndefined();
+    const created = await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-none-match': '*' });
+    expect(created.status).toBe(200);
+    const exists = await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-none-match': '*' });
+    expect(exists.status).toBe(412);
+    expect(exists.body.error).toMatchObject({ field: 'header.If-None-Match', version: created.body.version });
+    expect(exists.body.error.message).toContain(`to change it, send If-Match: "${created.body.version}"`);
+    expect(exists.body.error.message).not.toContain('ifVersion');
+    const star = await call('PUT', '/api/v1/schedules/cond', def({ cron: '0 5 * * *' }), { ...op, 'if-match': '*' });
+    expect(star.status).toBe(200);
+    expect(star.body.changed).toBe(true);
+    const weak = await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-match': `W/"${star.body.version}"` });
+    expect(weak.status).toBe(412);
+    expect(weak.body.error.message).toContain('weak entity tag');
+    const list = await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-match': `"1", "${star.body.version}"` });
+    expect(list.status).toBe(400);
+    expect(list.body.error.message).toContain('a list of entity tags is not taken');
+    expect((await call('PUT', '/api/v1/schedules/cond', def(), { ...op, 'if-none-match': `"${star.body.version}"` })).status).toBe(400);
+    const delNone = await call('DELETE', '/api/v1/schedules/cond', undefined, { ...op, 'if-none-match': '*' });
+    expect(delNone.status).toBe(400);
+    expect(delNone.body.error.field).toBe('header.If-None-Match');
+    expect((await lib.schedules.get('cond'))!.definition.cron).toBe('0 5 * * *');
+    expect((await call('DELETE', '/api/v1/schedules/cond', undefined, { ...op, 'if-match': '*' })).status).toBe(200);
+  });
+
+  it('GET /schedules/{name} answers a stored schedule no replica has picked up yet: its definition, version (ETag) and a status saying so', async () => {
+    const up = await quiet.schedules.upsert({ name: 'waiting', ...def({ tenant: 'acme' }) } as never);
+    expect(up.ok).toBe(true);
+    const g = await call('GET', '/api/v1/schedules/waiting', undefined, {}, quietApi);
+    expect(g.status).toBe(200);
+    expect(g.body).toMatchObject({ name: 'waiting', source: 'store', published: false, tenant: 'acme', stored: { version: up.ok && up.version, definition: { cron: '0 3 * * *' }, by: 'app' } });
+    expect(g.body.status).toMatch(/^stored, not yet applied/);
+    expect(g.etag).toBe(`"${up.ok && up.version}"`);
+    expect((await call('GET', '/api/v1/schedules/nothing-here', undefined, {}, quietApi)).status).toBe(404);
+    // once a replica runs it, the same route answers what runs, with the stored version next to it
+    await lib.schedules.upsert({ name: 'picked', ...def() } as never);
+    await until(async () => (await call('GET', '/api/v1/schedules/picked')).body.published === true, 30_000, 'picked up');
+    const p = await call('GET', '/api/v1/schedules/picked');
+    expect(p.body).toMatchObject({ name: 'picked', published: true, stored: { version: expect.any(Number) } });
+  });
+
+  it('DELETE and cronflock delete of a name a schedule file owns name that file and how to remove it there', async () => {
+    const d = await call('DELETE', '/api/v1/schedules/file-owned', undefined, op);
+    expect(d.status).toBe(404);
+    expect(d.body.error.message).toMatch(/is not stored: it is defined by .*schedules\.yaml:2, which owns the name; remove it from .*schedules\.yaml \(line 2\)/);
+    expect(d.body.error.source).toMatch(/schedules\.yaml:2$/);
+    const c = cli('delete', 'file-owned');
+    expect(c.status).toBe(2);
+    expect(c.stderr).toMatch(/it is defined by .*schedules\.yaml:2, which owns the name; remove it from/);
+    const l = await lib.schedules.remove('file-owned');
+    expect(!l.ok && l.error.message).toContain('remove it from');
+  });
+
+  it('cronflock apply refuses a schedule over 64 KiB before storing anything; cronflock tenants set-limit reports the store\'s one check', () => {
+    const big = flock.writeSchedules(
+      `schedules:\n  - {name: a-ok, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: a-big, cron: "0 1 * * *", job: {kind: handler, handler: h, params: {blob: "${'x'.repeat(70_000)}"}}}\n`,
+      'big.yaml',
+    );
+    const r = cli('apply', '-f', big);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/big\.yaml:\d+: schedule "a-big": .*65,536 bytes \(64 KiB\)/);
+    expect(r.stderr).toContain('nothing was stored');
+    expect(cli('list', '--prefix', 'a-', '--json').stdout.trim()).toBe('[]');
+    const t = cli('tenants', 'set-limit', 'Bad_Tenant', '2');
+    expect(t.status).toBe(2);
+    expect(t.stderr).toContain('tenant "Bad_Tenant": must be a DNS-1123 label');
+    const n = cli('tenants', 'set-limit', 'acme', '2.5');
+    expect(n.status).toBe(2);
+    expect(n.stderr).toContain('limit "2.5": must be a whole number from 0 to 100,000,000');
+  });
+});
+
+describe('suspend: true in a stored definition, and resume (one rule)', () => {
+  it('resume clears a stored definition\'s suspend: true (a new version, audited); every status says what suspends it', async () => {
+    const up = await lib.schedules.upsert({ name: 'sus-1', ...def({ suspend: true }) } as never);
+    expect(up.ok).toBe(true);
+    await until(async () => (await call('GET', '/api/v1/schedules/sus-1')).body?.published === true, 30_000, 'sus-1 picked up');
+    const g = await call('GET', '/api/v1/schedules/sus-1');
+    expect(g.body).toMatchObject({ suspended: true, suspension: { by: 'its stored definition', note: 'suspend: true (resume clears it)' } });
+    const st = JSON.parse(cli('status', '--schedule', 'sus-1', '--json').stdout);
+    expect(st.schedules.shown[0].suspended).toMatchObject({ by: 'its stored definition' });
+    const r = await lib.schedules.resume('sus-1', { reason: 'customer paid' });
+    expect(r.done).toBe(true);
+    expect(r.message).toContain('its stored definition no longer says suspend: true');
+    const after = await lib.schedules.get('sus-1');
+    expect(after!.definition.suspend).toBeUndefined();
+    expect(after!.version).toBeGreaterThan(up.ok ? up.version : 0);
+    const audit = (await readAudit(flock.redisClient, keys, { limit: 20, schedule: 'sus-1' })).items;
+    expect(audit.slice(0, 2).map((e) => [e.action, e.via])).toEqual([
+      ['resume', 'library'],
+      ['upsert', 'library'],
+    ]);
+    expect(audit[1]).toMatchObject({ version: after!.version, reason: 'customer paid' });
+    await until(async () => (await call('GET', '/api/v1/schedules/sus-1')).body.suspended === false, 30_000, 'resumed on the replica');
+    expect((await lib.schedules.resume('sus-1')).done).toBe(false);
+  });
+
+  it('resume of a schedule its file suspends refuses, naming the file and what to change there', async () => {
+    await expect(lib.schedules.resume('file-suspended')).rejects.toThrow(/suspended by its own definition \(suspend: true in .*schedules\.yaml:3\).*set suspend: false/);
+    const g = await call('GET', '/api/v1/schedules/file-suspended');
+    expect(g.body.suspension).toMatchObject({ by: expect.stringMatching(/^its definition in .*schedules\.yaml:3$/) });
+  });
+});
+

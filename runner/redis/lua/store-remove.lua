@@ -13,7 +13,7 @@
   KEYS[7] audit log (STREAM)
   ARGV[1] packed:
     name          the schedule name
-    ifVersion     -1: any; n: only if its version is n
+    ifVersion     -1: any; -2: only if it exists (any version); n: only if its version is n
     by            who removes it
     via           library | api | cli (for the audit log)
     reason        why, for the audit log
@@ -26,7 +26,7 @@ local args = cmsgpack.unpack(ARGV[1])
 local cur = redis.call('HMGET', KEYS[1], 'version', 'tenant')
 local curVersion = tonumber(cur[1])
 if not curVersion then return {'absent', 0} end
-if args.ifVersion >= 0 and args.ifVersion ~= curVersion then return {'conflict', curVersion} end
+if (args.ifVersion >= 0 and args.ifVersion ~= curVersion) or (args.ifVersion == -2 and curVersion == 0) then return {'conflict', curVersion} end
 local version = redis.call('INCR', KEYS[3])
 local tenant = cur[2] or ''
 if tenant ~= '' then

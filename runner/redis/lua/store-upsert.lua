@@ -21,7 +21,7 @@
     name          the schedule name
     def           its definition (JSON)
     tenant        its tenant ('' for none)
-    ifVersion     -1: any; 0: only if it does not exist; n: only if its version is n
+    ifVersion     -1: any; -2: only if it exists (any version); 0: only if it does not exist; n: only if its version is n
     by            who writes it
     via           library | api | cli (for the audit log)
     reason        why, for the audit log
@@ -35,7 +35,7 @@
 local args = cmsgpack.unpack(ARGV[1])
 local cur = rcall('HMGET', KEYS[1], 'version', 'def', 'tenant')
 local curVersion = tonumber(cur[1]) or 0
-if args.ifVersion >= 0 and args.ifVersion ~= curVersion then return {'conflict', curVersion} end
+if (args.ifVersion >= 0 and args.ifVersion ~= curVersion) or (args.ifVersion == -2 and curVersion == 0) then return {'conflict', curVersion} end
 local published = rcall('HGET', KEYS[5], args.name)
 if published then
   local p = cjson.decode(published)
