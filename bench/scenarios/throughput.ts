@@ -17,6 +17,12 @@
  *   --redis-wait-replicas 1        cronflock's `--redis-wait-replicas` (WAIT after each claim and final state);
  *                                  compare runs with the same --redis-replicas and 0 or 1 here for its cost
  *
+ * Diagnosis (environment): BENCH_DIAG_DIR=<dir> writes each replica's log lines, the states and reasons of every
+ * occurrence fired in the window with how long before its fire time it was planned (<system>-<S>-states.json),
+ * and a MONITOR of BENCH_MONITOR_SECONDS (default 3) from 2 s into the window, grouped by script with the commands
+ * each ran and its calls per occurrence (<system>-<S>-monitor.json; bench/lib/monitor.ts; MONITOR costs Redis
+ * time, so that window's figures are not comparable). BENCH_REPLICA_ARGS adds `cronflock start` flags.
+ *
  * Each system runs alone on its own redis-server (a fresh process: no state or AOF of the previous system), so
  * that Redis commands and CPU per occurrence are that system's alone: deltas of INFO commandstats / INFO cpu
  * between the start and the end of the measured window, both snapshots checked to be of that server process.
