@@ -17,6 +17,12 @@
  *   --redis-wait-replicas 1        cronflock's `--redis-wait-replicas` (WAIT after each claim and final state);
  *                                  compare runs with the same --redis-replicas and 0 or 1 here for its cost
  *
+ * Diagnosis (environment): BENCH_DIAG_DIR=<dir> writes each replica's log lines, the states and reasons of every
+ * occurrence fired in the window with how long before its fire time it was planned (<system>-<S>-states.json),
+ * and a MONITOR of BENCH_MONITOR_SECONDS (default 3) from 2 s into the window, grouped by script with the commands
+ * each ran and its calls per occurrence (<system>-<S>-monitor.json; bench/lib/monitor.ts; MONITOR costs Redis
+ * time, so that window's figures are not comparable). BENCH_REPLICA_ARGS adds `cronflock start` flags.
+ *
  * Each system runs alone on its own redis-server (a fresh process: no state or AOF of the previous system), so
  * that Redis commands and CPU per occurrence are that system's alone: deltas of INFO commandstats / INFO cpu
  * between the start and the end of the measured window, both snapshots checked to be of that server process.
@@ -25,7 +31,8 @@
  * claim time on the Redis clock − fire time; BullMQ: processor start − `prevMillis`), Redis commands and Redis CPU
  * per occurrence started in the window, replica CPU and peak RSS (/proc), final states of the counted occurrences.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { monitorFor } from '../lib/monitor.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -40,6 +47,9 @@ import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { report, runConditions } from '../lib/report.js';
 import { THROUGHPUT_SYSTEMS, type ThroughputSystem } from '../lib/results.js';
 import { DIST_BENCH, dist3, Flags, fmt, NOOP_JOB, pct, ratio, sleep } from '../lib/util.js';
+
+/** Diagnostics (replica logs, a MONITOR summary) go here when set; see bench/lib/monitor.ts. */
+const DIAG_DIR = process.env.BENCH_DIAG_DIR;
 
 /** What one system achieved in one cell. */
 export interface PhaseResult {
@@ -90,6 +100,8 @@ async function cronflockPhase(
           logLevel: o.logLevel,
           probe,
           readyTimeoutMs: 120_000 + o.schedules * 3 * o.replicas,
+          // BENCH_DIAG_DIR: every replica's log lines to <dir>/<system>-<schedules>-b<i>.log
+          ...(DIAG_DIR ? { onLine: (line: string) => appendFileSync(join(DIAG_DIR, `${system}-${o.schedules}-b${i + 1}.log`), line + '\n') } : {}),
         }),
       ),
     );
@@ -101,9 +113,14 @@ async function cronflockPhase(
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start();
     const c0 = await redisCounters(probe, redis.runId);
     const t0 = Date.now();
+    // BENCH_DIAG_DIR: a MONITOR of BENCH_MONITOR_SECONDS (default 3) from 2 s into the window (it costs Redis time)
+    const monitoring = DIAG_DIR
+      ? sleep(2000).then(() => monitorFor(redis.url, Number(process.env.BENCH_MONITOR_SECONDS ?? 3), join(DIAG_DIR, `${system}-${o.schedules}-monitor.json`)))
+      : Promise.resolve();
     await sleep(o.seconds * 1000);
     const t1 = Date.now();
     const c1 = await redisCounters(probe, redis.runId);
+    await monitoring;
     watch.stop();
     const cpuMsByProc = [...watch.cpuMs().values()];
     const peakRssKbByProc = [...watch.maxRssKb.values()];
@@ -120,20 +137,34 @@ async function cronflockPhase(
     let count = 0;
     let backlog = 0;
     const states: Record<string, number> = {};
+    const diag = { states: {} as Record<string, number>, planLead: [] as number[], plannedBy: {} as Record<string, number> };
     for (let i = 0; i < names.length; i += step * 200) {
       const pipe = probe.pipeline();
       for (let j = i; j < Math.min(names.length, i + step * 200); j += step) {
-        for (const d of dues) pipe.hmget(keys.occurrence(occurrenceKey(names[j]!, d)), 'firstStartMs', 'fireMs', 'state');
+        for (const d of dues) pipe.hmget(keys.occurrence(occurrenceKey(names[j]!, d)), 'firstStartMs', 'fireMs', 'state', 'reason', 'plannedAt', 'plannedBy');
       }
       for (const [err, v] of (await pipe.exec()) ?? []) {
         if (err) throw err;
-        const [first, fire, state] = v as (string | null)[];
+        const [first, fire, state, reason, plannedAt, plannedBy] = v as (string | null)[];
+        if (DIAG_DIR && fire && Number(fire) >= t0 && Number(fire) < t1) {
+          // every occurrence fired in the window: its state, reason and how late it was planned (plannedAt − fire)
+          const k = `${state ?? 'none'} ${(reason ?? '').slice(0, 40)}`;
+          diag.states[k] = (diag.states[k] ?? 0) + 1;
+          if (plannedAt) diag.planLead.push(Number(fire) - Number(plannedAt));
+          if (plannedBy) diag.plannedBy[plannedBy] = (diag.plannedBy[plannedBy] ?? 0) + 1;
+        }
         if (first && Number(first) >= t0 && Number(first) < t1) {
           count++;
           lateness.push(Number(first) - Number(fire));
           states[state ?? 'none'] = (states[state ?? 'none'] ?? 0) + step;
         } else if (!first && state === 'scheduled' && Number(fire) < t1 - 1000) backlog++;
       }
+    }
+    if (DIAG_DIR) {
+      const lead = diag.planLead.sort((a, b) => a - b);
+      const q = (f: number) => lead[Math.min(lead.length - 1, Math.floor(f * lead.length))];
+      const summary = { states: diag.states, plannedBy: diag.plannedBy, planLeadMs: { n: lead.length, p1: q(0.01), p10: q(0.1), p50: q(0.5), p90: q(0.9) } };
+      writeFileSync(join(DIAG_DIR, `${system}-${o.schedules}-states.json`), JSON.stringify(summary, null, 1));
     }
     return {
       system,
@@ -350,6 +381,8 @@ export async function throughput(f: Flags): Promise<void> {
                   args: [
                     ...(waitReplicas > 0 ? ['--redis-wait-replicas', String(waitReplicas)] : []),
                     ...(batchSize !== undefined ? ['--batch-size', String(batchSize)] : []),
+                    // BENCH_REPLICA_ARGS: more `cronflock start` flags for a diagnosis run (e.g. "--lookahead 10s")
+                    ...(process.env.BENCH_REPLICA_ARGS ? process.env.BENCH_REPLICA_ARGS.split(/\s+/).filter(Boolean) : []),
                   ],
                 });
           cell[id] = r;

@@ -98,6 +98,12 @@ export class Planner {
   readonly counters = { enqueued: 0, finals: 0, swept: 0, errors: 0, ticks: 0 };
   /** Monotonic time (performance.now(), ms) of the last tick that completed; readiness checks it. */
   lastTickOkAt = 0;
+  /** When this replica last said its planning is behind (monotonic ms); said at most every 5 s. */
+  private behindWarnedAt = -Infinity;
+  /** Where the last tick's time went (ms), for the warning that planning is behind. */
+  private phases = { view: 0, plan: 0, enqueue: 0, promote: 0, sweep: 0 };
+  /** How late (ms) the event loop ran the last tick's timer: a replica short of CPU shows here. */
+  private timerLateMs = 0;
   private readonly mayPlan: (s: CompiledSchedule) => boolean;
 
   constructor(
@@ -291,7 +297,9 @@ export class Planner {
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
+    const expectedAt = performance.now() + delayMs;
     this.timer = setTimeout(() => {
+      this.timerLateMs = performance.now() - expectedAt; // how late the event loop ran the tick
       this.running = this.tick()
         .catch((err: unknown) => {
           this.counters.errors++;
@@ -309,9 +317,12 @@ export class Planner {
   /** One planning pass: pop due schedules, record their occurrences, enqueue the new ones, sweep. */
   async tick(): Promise<void> {
     this.counters.ticks++;
+    const t0 = performance.now();
+    this.phases = { view: 0, plan: 0, enqueue: 0, promote: 0, sweep: 0 };
     const before = await this.needs.beforeTick?.();
     const definitionsChanged = before === true || Array.isArray(before) ? (before as true | readonly string[]) : false;
     const { view, gained } = await this.refreshView(definitionsChanged);
+    this.phases.view = performance.now() - t0;
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
     const popped: { s: CompiledSchedule; next: number }[] = [];
@@ -371,13 +382,46 @@ export class Planner {
       const next = s.due.next(last);
       if (next !== null) this.heap.push(next, s);
     }
+    const tPromote = performance.now();
     await this.promoteDue();
+    this.phases.promote = performance.now() - tPromote;
     if (now - this.lastSweepMs >= this.opts.sweepAfterMs / 2) {
       this.lastSweepMs = now;
+      const tSweep = performance.now();
       await this.replanRecent(now);
       await this.sweep();
+      this.phases.sweep = performance.now() - tSweep;
     }
     this.lastTickOkAt = performance.now();
+    this.sayIfBehind(items, now, this.lastTickOkAt - t0);
+  }
+
+  /**
+   * Warns (at most every 5 s) when this tick offered occurrences whose fire time had already passed by more than
+   * the catch-up grace: the plan script then records them missed or as catch-up runs (backlog lane) instead of
+   * running them on time. Says where the tick's time went, so that a replica starved of CPU or of Redis shows.
+   */
+  private sayIfBehind(items: readonly PlannedOccurrence[], now: number, tickMs: number): void {
+    let overdue = 0;
+    let oldestFireMs = Infinity;
+    for (const it of items) {
+      if (it.fireMs + this.opts.catchUpGraceMs < now) overdue++;
+      if (it.fireMs < oldestFireMs) oldestFireMs = it.fireMs;
+    }
+    if (overdue === 0 || performance.now() - this.behindWarnedAt < 5_000) return;
+    this.behindWarnedAt = performance.now();
+    const r = (x: number): number => Math.round(x);
+    this.log.warn(
+      {
+        offered: items.length,
+        overdue,
+        behindMs: r(now - oldestFireMs),
+        tickMs: r(tickMs),
+        timerLateMs: r(this.timerLateMs),
+        phasesMs: { view: r(this.phases.view), plan: r(this.phases.plan), enqueue: r(this.phases.enqueue), promote: r(this.phases.promote), sweep: r(this.phases.sweep) },
+      },
+      'planning is behind: occurrences offered after their fire time are recorded missed or run late (catch-up)',
+    );
   }
 
   /**
@@ -408,6 +452,7 @@ export class Planner {
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
       const chunk = items.slice(i, i + PLAN_CHUNK);
       const planStartMs = this.clock.now();
+      const tPlan = performance.now();
       const { toEnqueue, finals } = await this.store.plan(chunk, {
         horizonMs: this.opts.horizonMs,
         retentionMs: this.opts.retentionMs,
@@ -415,6 +460,7 @@ export class Planner {
         replica: this.opts.replica,
         mark: `${this.incarnation}:${++this.seq}`,
       });
+      this.phases.plan += performance.now() - tPlan;
       if (toEnqueue.length + finals.length === 0) continue;
       created += toEnqueue.length + finals.length;
       const byKey = new Map(chunk.map((c) => [c.key, c]));
@@ -433,10 +479,12 @@ export class Planner {
         });
       }
       if (toEnqueue.length > 0) {
+        const tEnqueue = performance.now();
         await this.enqueue(
           toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })),
           true,
         );
+        this.phases.enqueue += performance.now() - tEnqueue;
       }
     }
     return created;
