@@ -47,6 +47,13 @@ export const START_FLAGS: readonly StartFlag[] = [
   { option: 'retentionMs', flag: '--retention <duration>', unit: 'duration', help: 'how long run records are kept' },
   { option: 'lookaheadMs', flag: '--lookahead <duration>', unit: 'duration', help: 'how far ahead occurrences are planned' },
   { option: 'tickMs', flag: '--tick <duration>', unit: 'duration', help: 'planner period' },
+  {
+    option: 'planBudgetMs',
+    flag: '--plan-budget <duration>',
+    unit: 'duration',
+    help: 'how long one planner tick may record occurrences before the rest goes to a tick that starts at once; 0: 500 occurrences per tick',
+    defaultText: 'a quarter of lookahead − prefetch − tick',
+  },
   { option: 'maxStalls', flag: '--max-stalls <n>', unit: 'count', help: 're-claims after stalls before an occurrence fails' },
   { option: 'concurrency', flag: '--concurrency <n>', unit: 'positive count', help: 'live occurrences held at once by this replica' },
   {

@@ -21,6 +21,12 @@ export interface RunnerOptions {
   lookaheadMs: number;
   /** Planner period. */
   tickMs: number;
+  /**
+   * How long one planner tick may spend recording occurrences before it leaves the rest to a tick that starts at
+   * once (planner.ts); undefined: a quarter of the membership TTL (500 ms with the defaults). 0: one plan chunk
+   * (500 occurrences) per tick.
+   */
+  planBudgetMs?: number;
   /** A job is handed to a worker this long before its fire time; the worker then waits on a precise local timer. */
   prefetchMs: number;
   /** Occurrences later than this after their fire time when first planned follow the catch-up policy. */

@@ -50,6 +50,11 @@ import type { CompiledSchedule } from '../config/load.js';
 const MAX_PER_SCHEDULE_PER_TICK = 5_000;
 /** Occurrences per plan script call. */
 const PLAN_CHUNK = 500;
+/**
+ * Most occurrences one tick takes off the heap to offer; the rest stay in the heap for the next tick. With the
+ * plan budget it keeps a tick that fell far behind (a long pause) from computing offers it cannot record now.
+ */
+const MAX_OFFERED_PER_TICK = 20 * PLAN_CHUNK;
 
 /** What the planner needs from the rest of the replica, given at construction. */
 export interface PlannerRequirements {
@@ -104,6 +109,10 @@ export class Planner {
   private phases = { view: 0, plan: 0, enqueue: 0, promote: 0, sweep: 0 };
   /** How late (ms) the event loop ran the last tick's timer: a replica short of CPU shows here. */
   private timerLateMs = 0;
+  /** Schedules the last tick left for the next one (its plan budget ran out): the next tick starts at once. */
+  private deferred = 0;
+  /** When the planner last said it deferred schedules (monotonic ms); said at most every 5 s. */
+  private deferredSaidAt = -Infinity;
   private readonly mayPlan: (s: CompiledSchedule) => boolean;
 
   constructor(
@@ -248,6 +257,18 @@ export class Planner {
     await this.store.leave(this.opts.replica).catch(() => undefined);
   }
 
+  /**
+   * How long one tick may spend recording before it leaves the rest for the next tick, ms (`--plan-budget`;
+   * default a quarter of the membership TTL). Without a bound a tick that fell behind (CPU starved, a pause)
+   * had more to offer the longer it took, so ticks of 20–30 s snowballed, the replica's membership (renewed once
+   * per tick) lapsed, and every replica then planned every schedule: more work exactly when there was least
+   * capacity (issue 16's overload collapse). Bounded, a tick renews the membership at least every budget + one
+   * plan chunk, so planning stays divided.
+   */
+  private get planBudgetMs(): number {
+    return this.opts.planBudgetMs ?? Math.floor(this.membershipTtlMs / 4);
+  }
+
   /** How long a membership lasts without a heartbeat: less than what an owner has planned ahead. */
   private get membershipTtlMs(): number {
     const o = this.opts;
@@ -308,7 +329,8 @@ export class Planner {
         })
         .finally(() => {
           this.running = undefined;
-          this.schedule(this.opts.tickMs);
+          // What the plan budget left over is offered at once, not a tick period later.
+          this.schedule(this.deferred > 0 ? 0 : this.opts.tickMs);
         });
     }, delayMs);
     this.timer.unref?.();
@@ -325,7 +347,9 @@ export class Planner {
     this.phases.view = performance.now() - t0;
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
-    const popped: { s: CompiledSchedule; next: number }[] = [];
+    // Each popped schedule with the range of `items` it offered ([from, to)), so that what the plan budget leaves
+    // over is offered again next tick, not skipped.
+    const popped: { s: CompiledSchedule; next: number; from: number; to: number }[] = [];
     const items: PlannedOccurrence[] = [];
     const advanced = new Map<string, number>();
     // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
@@ -346,10 +370,11 @@ export class Planner {
       }
       offer(items, s, cands);
     }
-    while ((this.heap.peekKey() ?? Infinity) <= until) {
+    // Take-over offers are made once, not kept in the heap: the budget never defers them.
+    const takeOvers = items.length;
+    while ((this.heap.peekKey() ?? Infinity) <= until && items.length < MAX_OFFERED_PER_TICK) {
       const { key: first, value: s } = this.heap.pop()!;
       if (this.current.get(s.name) !== s) continue; // replaced or removed by a reload
-      popped.push({ s, next: first });
 
       const cands: Candidate[] = [];
       // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
@@ -363,24 +388,42 @@ export class Planner {
       // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
       // Schedules another replica owns only move on here: their owner offers them.
       // Whether each one runs or is recorded missed or skipped is decided by the plan script on the Redis clock.
+      const from = items.length;
       if (this.mayPlan(s) && view.owns(s.name)) offer(items, s, cands);
+      popped.push({ s, next: first, from, to: items.length });
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
     let seq = this.seq;
+    let offered: number;
     try {
-      await this.record(items);
+      ({ offered } = await this.record(items, { budgetEndMono: performance.now() + this.planBudgetMs, atLeast: takeOvers }));
       seq = this.seq;
     } catch (err) {
       // Nothing advances: the same occurrences are offered again next tick (plan is idempotent).
       for (const { s, next } of popped) this.heap.push(next, s);
       throw err;
     }
-    if (items.length > 0) this.recent.push({ atMs: now, seq, items });
-    for (const { s } of popped) {
+    if (offered > 0) this.recent.push({ atMs: now, seq, items: offered < items.length ? items.slice(0, offered) : items });
+    this.deferred = 0;
+    for (const { s, next, from, to } of popped) {
+      if (to > from && to > offered) {
+        // Not (fully) offered within the budget: offered again from the same due time next tick (the plan script
+        // skips those already recorded).
+        this.heap.push(next, s);
+        this.deferred++;
+        continue;
+      }
       const last = advanced.get(s.name) ?? this.cursors.get(s.name)!;
       this.cursors.set(s.name, last);
-      const next = s.due.next(last);
-      if (next !== null) this.heap.push(next, s);
+      const following = s.due.next(last);
+      if (following !== null) this.heap.push(following, s);
+    }
+    if (this.deferred > 0 && performance.now() - this.deferredSaidAt >= 5_000) {
+      this.deferredSaidAt = performance.now();
+      this.log.info(
+        { deferred: this.deferred, offered, of: items.length, planBudgetMs: this.planBudgetMs },
+        'plan budget spent: the rest of the due schedules goes to the next tick, which starts at once',
+      );
     }
     const tPromote = performance.now();
     await this.promoteDue();
@@ -439,17 +482,20 @@ export class Planner {
     const survived = incarnation === this.incarnation ? Number(seq) : -1;
     const lost = this.recent.filter((b) => b.seq > survived);
     if (lost.length === 0) return;
-    const created = await this.record(lost.flatMap((b) => b.items));
+    const { created } = await this.record(lost.flatMap((b) => b.items));
     if (created > 0) this.log.warn({ count: created }, 're-planned occurrences whose records Redis had lost');
   }
 
   /**
    * Offers occurrences to the plan script in chunks, enqueues those it newly recorded as scheduled, and reports
-   * those it newly recorded missed or skipped. @returns how many records were created.
+   * those it newly recorded missed or skipped. With a `budget`, stops after the chunk during which the monotonic
+   * clock passed `budgetEndMono`, once the first `atLeast` items are offered.
+   * @returns how many of `items` were offered (all of them without a budget), and how many records were created.
    */
-  private async record(items: readonly PlannedOccurrence[]): Promise<number> {
+  private async record(items: readonly PlannedOccurrence[], budget?: { budgetEndMono: number; atLeast: number }): Promise<{ offered: number; created: number }> {
     let created = 0;
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
+      if (budget && i > 0 && i >= budget.atLeast && performance.now() >= budget.budgetEndMono) return { offered: i, created };
       const chunk = items.slice(i, i + PLAN_CHUNK);
       const planStartMs = this.clock.now();
       const tPlan = performance.now();
@@ -487,7 +533,7 @@ export class Planner {
         this.phases.enqueue += performance.now() - tEnqueue;
       }
     }
-    return created;
+    return { offered: items.length, created };
   }
 
   /**
