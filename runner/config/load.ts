@@ -21,6 +21,7 @@ import { Locator, protoKeyErrors, yamlErrors, type Path } from './yaml-position.
 import { issueProblems, type Problem } from './messages.js';
 import { compileJobs, compiled } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
+import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
 import { YAML_OPTIONS as PRECHECK_YAML_OPTIONS, type Precheck, type PrecheckedSchedule } from './precheck.js';
 
@@ -332,15 +333,28 @@ async function useWorkers(files: readonly string[], opts: LoadOptions): Promise<
  * is then checked in-process, which reports that with its position.
  */
 async function fromPrecheck(pre: Extract<Precheck, { clean: true }>, file: string, baseDir: string, memo: Map<string, Promise<unknown>>): Promise<CheckedText | undefined> {
-  const defs = pre.schedules.map((s) => s.definition);
+  // Schedules whose job blocks are equal share one compiled job (compiled jobs are read, never changed): a kind's
+  // compile depends only on the block and the file's folder, so each distinct block is compiled once.
+  const jobIndex = new Map<string, number>();
+  const distinct: { job: unknown }[] = [];
+  const jobOf = pre.schedules.map((s) => {
+    const key = canonicalJson(s.definition.job);
+    let at = jobIndex.get(key);
+    if (at === undefined) {
+      at = distinct.push({ job: s.definition.job }) - 1;
+      jobIndex.set(key, at);
+    }
+    return at;
+  });
   const problems: Problem[] = [];
-  const jobs = await compileJobs(defs, defs as unknown as ValidatedSchedule[], problems, baseDir, memo);
+  const jobs = await compileJobs(distinct, distinct as unknown as ValidatedSchedule[], problems, baseDir, memo);
   if (problems.length > 0) return undefined;
   const names: NameDefinition[] = [];
   const schedules = pre.schedules.map((s: PrecheckedSchedule, i): CompiledSchedule => {
     const d = s.definition;
     names.push({ name: d.name, file, line: s.nameLine, col: s.nameCol, field: fieldPath(['schedules', i, 'name']) });
-    return { ...d, job: jobs.get(i) ?? d.job, due: compileCron(d.cron, d.timeZone, { hashSeed: d.name }), source: { file, line: s.line, col: s.col }, definitionHash: s.definitionHash };
+    const job = jobs.get(jobOf[i]!) ?? (distinct[jobOf[i]!]!.job as CompiledJob);
+    return { ...d, job, due: compileCron(d.cron, d.timeZone, { hashSeed: d.name }), source: { file, line: s.line, col: s.col }, definitionHash: s.definitionHash };
   });
   return { schedules, errors: [], names, warnings: [], calendars: noFileCalendars(file) };
 }

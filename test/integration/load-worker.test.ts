@@ -78,6 +78,8 @@ describe('loader worker threads', () => {
     expect(inProcess.errors.map((e) => e.format())).toEqual([expect.stringMatching(/e-bad\.yaml:3:11: schedules\[0\]\.cron: /)]);
     expect(inProcess.schedules.length).toBe(cases.cases.length + 500 + 2);
     expect(comparable(withWorkers)).toEqual(comparable(inProcess));
+    // Equal job blocks share one compiled job on the worker path (7 distinct urls among the 500 big-* schedules).
+    expect(new Set(withWorkers.schedules.filter((s) => s.name.startsWith('big-')).map((s) => s.job)).size).toBe(7);
     // The compiled cron gives the same due times.
     const t = Date.UTC(2026, 0, 1);
     expect(withWorkers.schedules.map((s) => s.due.next(t))).toEqual(inProcess.schedules.map((s) => s.due.next(t)));
