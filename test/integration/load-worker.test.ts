@@ -67,16 +67,17 @@ describe('loader worker threads', () => {
       'd-calendar.yaml':
         'calendars:\n  - name: workdays\n    weekdays: [MON-FRI]\nschedules:\n  - name: cal\n    cron: "0 9 * * *"\n    calendar: { include: [workdays] }\n' +
         http(1),
+      'f-uses-calendar.yaml': `schedules:\n  - name: uses-cal\n    cron: "0 10 * * *"\n    calendar: { include: [workdays] }\n${http(3)}`,
       'e-bad.yaml': `schedules:\n  - name: bad\n    cron: "61 * * * *"\n${http(2)}`,
     });
     cpSync(join(ROOT, 'test/fixtures/config/modules/job-ok.ts'), join(dir, 'job-ok.ts'));
     // The worker path is taken for clean files; calendars and refused files go in-process.
-    const pre = await Promise.all(precheckFiles(['a-cases.yaml', 'b-big.yaml', 'c-module.yaml', 'd-calendar.yaml', 'e-bad.yaml'].map((f) => join(dir, f)), { workers: 2 }));
-    expect(pre.map((p) => ('clean' in p && p.clean ? p.schedules.length : 'clean' in p ? 'in-process' : p.failed))).toEqual([cases.cases.length, 500, 1, 'in-process', 'in-process']);
+    const pre = await Promise.all(precheckFiles(['a-cases.yaml', 'b-big.yaml', 'c-module.yaml', 'd-calendar.yaml', 'e-bad.yaml', 'f-uses-calendar.yaml'].map((f) => join(dir, f)), { workers: 2 }));
+    expect(pre.map((p) => ('clean' in p && p.clean ? p.schedules.length : 'clean' in p ? 'in-process' : p.failed))).toEqual([cases.cases.length, 500, 1, 'in-process', 'in-process', 'in-process']);
     const inProcess = await loadSchedules(dir, { workers: 0 });
     const withWorkers = await loadSchedules(dir, { workers: 2 });
     expect(inProcess.errors.map((e) => e.format())).toEqual([expect.stringMatching(/e-bad\.yaml:3:11: schedules\[0\]\.cron: /)]);
-    expect(inProcess.schedules.length).toBe(cases.cases.length + 500 + 2);
+    expect(inProcess.schedules.length).toBe(cases.cases.length + 500 + 3);
     expect(comparable(withWorkers)).toEqual(comparable(inProcess));
     // Equal job blocks share one compiled job on the worker path (7 distinct urls among the 500 big-* schedules).
     expect(new Set(withWorkers.schedules.filter((s) => s.name.startsWith('big-')).map((s) => s.job)).size).toBe(7);
