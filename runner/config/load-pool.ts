@@ -1,56 +1,61 @@
 /**
- * Pre-checks schedule files in worker threads (runner/config/precheck.ts), so that the YAML parse and zod garbage
- * of a large load (~9 s and ~800 MB of heap per 100,000 schedules) lives in heaps that are thrown away afterwards
- * instead of staying resident in the replica's own heap. Workers take files one at a time from a shared queue;
- * all are terminated when the queue is done. A worker that crashes, or does not answer a file within the timeout,
- * fails that file (the loader refuses it with a clear error) and is replaced; a load never hangs on a worker.
+ * Pre-checks schedule files in loader child processes (runner/config/precheck.ts), so that the YAML parse and zod
+ * garbage of a large load (per 10,000 schedules ~105 MB allocated by the YAML parse, ~75 MB by zod, ~55 MB by the
+ * definition hashes) lives in processes that exit afterwards instead of in the replica's own heap.
+ *
+ * Processes, not worker threads: V8 keeps the pages a heap once used mapped and resident after they are freed
+ * (measured on Node 24: a worker that built ~400 MB and was terminated left the process's RSS at ~430 MB; on Node
+ * 20 it went back to ~65 MB), so a worker thread's garbage stays in the replica's RSS; a process's is returned to
+ * the system when it exits. Children take files one at a time from a shared queue and are killed when the queue is
+ * done. A child that crashes, or does not answer a file within the timeout, fails that file (the loader refuses it
+ * with a clear error) and is replaced; a load never hangs on a child.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { fork, type ChildProcess } from 'node:child_process';
 import type { Precheck } from './precheck.js';
 
-/** Why a worker gave no answer for a file (crash, exit, timeout), in words for the load error. */
+/** Why a loader process gave no answer for a file (crash, exit, timeout), in words for the load error. */
 export interface PrecheckFailure {
   failed: string;
 }
 
 /** Options of {@link precheckFiles}. */
 export interface PrecheckOptions {
-  /** Most workers at once (bounded by the file count); default {@link defaultWorkerCount}. */
+  /** Most loader processes at once (bounded by the file count); default {@link defaultWorkerCount}. */
   workers?: number;
-  /** Longest one file may take in a worker, in ms (default 120,000). */
+  /** Longest one file may take in a loader process, in ms (default 120,000). */
   timeoutMs?: number;
-  /** The worker script (tests point it at a faulty one); default: load-worker.js beside this module. */
+  /** The loader process's script (tests point it at a faulty one); default: load-worker.js beside this module. */
   workerUrl?: URL;
 }
 
-/** Default longest time for one file in a worker (a 10,000-schedule file takes ~1 s on a busy 2-core machine). */
+/** Default longest time for one file in a loader process (a 10,000-schedule file takes 2–5 s on a busy 2-core machine). */
 export const DEFAULT_PRECHECK_TIMEOUT_MS = 120_000;
 
-/** Old-generation limit of a worker, in MB: room for the largest file's positioned document (~25 × its size). */
+/** Old-generation limit of a loader process, in MB: room for the largest file's positioned document (~25 × its size). */
 const MAX_WORKER_OLD_MB = 1024;
 
 const defaultWorkerUrl = new URL('./load-worker.js', import.meta.url);
 
 /**
- * Whether the worker script is there: it is in the built package (dist/); from TypeScript sources (tests run by
- * vitest) it is not, and the loader checks in-process.
+ * Whether the loader process's script is there: it is in the built package (dist/); from TypeScript sources (tests
+ * run by vitest) it is not, and the loader checks in-process.
  */
 export function workersAvailable(url: URL = defaultWorkerUrl): boolean {
   return existsSync(fileURLToPath(url));
 }
 
-/** Default worker count: one less than the available cores (the main thread compiles meanwhile), 1 to 3. */
+/** Default loader process count: one less than the available cores (the replica compiles meanwhile), 1 to 3. */
 export function defaultWorkerCount(): number {
   return Math.max(1, Math.min(3, availableParallelism() - 1));
 }
 
 /**
- * Pre-checks `files` in worker threads.
- * @returns per file (same order) a promise of its {@link Precheck}, or of a {@link PrecheckFailure} when its worker
- * crashed or timed out (never rejected): the caller takes each file's result as it comes and lets it go.
+ * Pre-checks `files` in loader child processes (Node's `fork`, structured-clone messages).
+ * @returns per file (same order) a promise of its {@link Precheck}, or of a {@link PrecheckFailure} when its loader
+ * process crashed or timed out (never rejected): the caller takes each file's result as it comes and lets it go.
  */
 export function precheckFiles(files: readonly string[], opts: PrecheckOptions = {}): Promise<Precheck | PrecheckFailure>[] {
   const answers = files.map(() => {
@@ -75,7 +80,7 @@ export function precheckFiles(files: readonly string[], opts: PrecheckOptions = 
 
   const runOne = (): Promise<void> =>
     new Promise<void>((done) => {
-      let worker: Worker | undefined;
+      let worker: ChildProcess | undefined;
       let current = -1;
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
@@ -83,11 +88,11 @@ export function precheckFiles(files: readonly string[], opts: PrecheckOptions = 
         if (settled) return;
         settled = true;
         if (timer) clearTimeout(timer);
-        if (worker) void worker.terminate();
+        if (worker) worker.kill();
         done();
       };
       const fail = (why: string): void => {
-        // A worker that dies before its first answer fails the next file, so a broken worker cannot loop.
+        // A child that dies before its first answer fails the next file, so a broken child cannot loop.
         if (current < 0 && next < files.length) current = next++;
         if (current >= 0 && !results.has(current)) results.set(current, { failed: why });
         current = -1;
@@ -97,7 +102,7 @@ export function precheckFiles(files: readonly string[], opts: PrecheckOptions = 
         if (dead) {
           dead.removeAllListeners();
           dead.on('error', () => {});
-          void dead.terminate();
+          dead.kill('SIGKILL');
         }
         start();
       };
@@ -110,16 +115,20 @@ export function precheckFiles(files: readonly string[], opts: PrecheckOptions = 
         current = next++;
         const id = current;
         timer = setTimeout(() => fail(`the loader worker did not answer within ${timeoutMs} ms`), timeoutMs);
-        worker.postMessage({ id, file: files[id] });
+        worker.send({ id, file: files[id] });
       };
       const start = (): void => {
         if (next >= files.length) {
           finish();
           return;
         }
-        // A small young generation and a bounded old one: the worker collects as it goes instead of growing its
-        // heap (and the process's RSS) to hundreds of MB; a file that needs more fails with a clear error.
-        const w = new Worker(url, { resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: MAX_WORKER_OLD_MB } });
+        // A small young generation and a bounded old one: the child collects as it goes; a file that needs more
+        // fails with a clear error. Its stdout is not the replica's (a log line there would interleave).
+        const w = fork(fileURLToPath(url), [], {
+          serialization: 'advanced',
+          execArgv: [`--max-old-space-size=${MAX_WORKER_OLD_MB}`, '--max-semi-space-size=8'],
+          stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        });
         worker = w;
         w.on('message', (msg: { id: number; result?: Precheck; failure?: string }) => {
           if (w !== worker || msg.id !== current) return;
@@ -131,8 +140,8 @@ export function precheckFiles(files: readonly string[], opts: PrecheckOptions = 
         w.on('error', (err) => {
           if (w === worker) fail(`the loader worker crashed: ${err.message}`);
         });
-        w.on('exit', (code) => {
-          if (w === worker && !settled) fail(`the loader worker exited (code ${code})`);
+        w.on('exit', (code, signal) => {
+          if (w === worker && !settled) fail(`the loader worker exited (${code !== null ? `code ${code}` : `signal ${signal}`})`);
         });
         send();
       };

@@ -1,15 +1,16 @@
 /**
- * Entry of a loader worker thread (runner/config/load-pool.ts): answers `{ id, file }` messages with
- * `{ id, result }`, the {@link precheckFile} of that file, until the pool terminates it.
+ * Entry of a loader child process (runner/config/load-pool.ts): answers `{ id, file }` messages with
+ * `{ id, result }`, the {@link precheckFile} of that file, until the pool kills it.
  */
-import { parentPort } from 'node:worker_threads';
 import { precheckFile } from './precheck.js';
 
-if (!parentPort) throw new Error('runner/config/load-worker.js runs only as a worker thread');
-const port = parentPort;
-port.on('message', (msg: { id: number; file: string }) => {
+if (!process.send) throw new Error('runner/config/load-worker.js runs only as a loader child process (with an IPC channel)');
+const send = process.send.bind(process);
+process.on('message', (msg: { id: number; file: string }) => {
   precheckFile(msg.file).then(
-    (result) => port.postMessage({ id: msg.id, result }),
-    (err: unknown) => port.postMessage({ id: msg.id, failure: (err as Error)?.message ?? String(err) }),
+    (result) => send({ id: msg.id, result }),
+    (err: unknown) => send({ id: msg.id, failure: (err as Error)?.message ?? String(err) }),
   );
 });
+// The loader's pool kills this process when the load is done; if the loader goes away first, so does this.
+process.on('disconnect', () => process.exit(0));

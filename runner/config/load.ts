@@ -138,23 +138,23 @@ export interface LoadResult {
 
 
 /**
- * Options of {@link loadSchedules}: whether files are pre-checked in worker threads (runner/config/load-pool.ts).
- * Results are the same either way; workers keep a large load's parse and validation garbage out of this heap.
+ * Options of {@link loadSchedules}: whether files are pre-checked in loader child processes (runner/config/load-pool.ts).
+ * Results are the same either way; the children keep a large load's parse and validation garbage out of this process.
  */
 export interface LoadOptions {
   /**
-   * Worker threads for the pre-check: 0 = none (all in-process); absent = the default: one less than the available
+   * Loader child processes for the pre-check: 0 = none (all in-process); absent = the default: one less than the available
    * cores, 1 to 3, when the files together hold at least {@link WORKER_MIN_BYTES} and the built worker script is there
    * (from TypeScript sources it is not); `CRONFLOCK_LOAD_WORKERS=0` in the environment turns the default off.
    */
   workers?: number;
-  /** Longest one file may take in a worker, in ms (default 120,000); past it the file is refused (CONFIG_IO). */
+  /** Longest one file may take in a loader process, in ms (default 120,000); past it the file is refused (CONFIG_IO). */
   workerTimeoutMs?: number;
-  /** The worker script (for tests of a crashing or silent worker); default: the built load-worker.js. */
+  /** The loader process's script (for tests of a crashing or silent one); default: the built load-worker.js. */
   workerUrl?: URL;
 }
 
-/** Below this many bytes of schedule files a load stays in-process (a worker costs ~30 ms to start). */
+/** Below this many bytes of schedule files a load stays in-process (a loader process costs ~0.3 s to start). */
 export const WORKER_MIN_BYTES = 1024 * 1024;
 
 /**
@@ -169,7 +169,7 @@ export const WORKER_MIN_BYTES = 1024 * 1024;
  * A missing path, an unreadable file or a directory without schedule files gives a `CONFIG_IO` error with
  * line 0.
  * @param path a file or a directory; relative paths stay relative in error messages and `source.file`.
- * @param opts worker threads for the pre-check ({@link LoadOptions}); the result is the same with or without.
+ * @param opts loader processes for the pre-check ({@link LoadOptions}); the result is the same with or without.
  */
 export async function loadSchedules(path: string, opts: LoadOptions = {}): Promise<LoadResult> {
   let files: string[];

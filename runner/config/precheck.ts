@@ -1,12 +1,12 @@
 /**
- * The pre-check of one schedule file, as a worker thread runs it (runner/config/load-pool.ts): read, YAML parse,
+ * The pre-check of one schedule file, as a loader child process runs it (runner/config/load-pool.ts): read, YAML parse,
  * the positions every schedule needs, one zod pass and the definition hashes. The parse and validation garbage
  * stays in the worker's heap, which is thrown away after the load; only the validated definitions (plain data,
  * without the compiled cron) cross back by structured clone. Anything but a clean file (read or YAML errors,
  * schema problems, calendars or blackouts, deprecated input) is answered `clean: false`, and the loader checks
  * that file in-process as before, so that every error and warning comes from one code path (runner/config/load.ts).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { LineCounter, isScalar, parseDocument, type Document } from 'yaml';
 import { cleanupNotifyAlias } from '../notify/config.js';
 import { canonicalJson } from '../text/canonical-json.js';
@@ -83,7 +83,7 @@ export async function precheckFile(file: string): Promise<Precheck> {
   if (!parsed.success) return { clean: false };
   const schedules = parsed.data.schedules.map((s, i): PrecheckedSchedule => {
     const { due: _due, ...definition } = s;
-    const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
+    const definitionHash = hash('sha256', canonicalJson(definition), 'hex');
     const p = positions[i]!;
     return { definition, line: p.line, col: p.col, nameLine: p.nameLine, nameCol: p.nameCol, definitionHash };
   });

@@ -108,6 +108,16 @@ describe('loader worker threads', () => {
     expect(withWorkers.files.find((f) => f.file.endsWith('a-good.yaml'))).toMatchObject({ ok: false });
   }, 120_000);
 
+  it('pre-checks in another process, not a thread of this one (V8 keeps a terminated worker\'s heap pages resident)', async () => {
+    const dir = dirWith({ 'a.yaml': `schedules:\n  - name: a\n    cron: "* * * * *"\n${http(0)}` });
+    const workerUrl = new URL('../fixtures/load-worker/pid.mjs', import.meta.url);
+    const r = await loadSchedules(dir, { workers: 1, workerUrl });
+    expect(r.errors).toHaveLength(1);
+    const pid = /the loader worker failed: pid (\d+)/.exec(r.errors[0]!.format())?.[1];
+    expect(pid, r.errors[0]!.format()).toBeDefined();
+    expect(Number(pid)).not.toBe(process.pid);
+  }, 60_000);
+
   for (const [fault, script] of [
     ['crashes', 'crash.mjs'],
     ['never answers', 'silent.mjs'],
