@@ -43,7 +43,7 @@ function comparable(r: LoadResult): unknown {
 
 const http = (i: number): string => `    job: { kind: http, url: "https://example.com/h/${i % 7}", method: POST, timeout: 10s }\n`;
 
-describe('loader worker threads', () => {
+describe('loader processes (the pre-check of large loads)', () => {
   it('the built worker script is there', () => {
     expect(workersAvailable()).toBe(true);
   });
