@@ -2,7 +2,7 @@
  * Compile and hash: each job kind's load-time `compile` over the job blocks of a file, and the compiled schedule
  * with its definition hash (sha256 of the canonical JSON of the definition as written).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { findJobKind } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import { canonicalJson } from '../text/canonical-json.js';
@@ -67,7 +67,7 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 /** A schedule ready to run: its definition as validated, the compiled job, and the definition hash (hex sha256). */
 export function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
   const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
-  const definitionHash = createHash('sha256').update(canonicalJson(definition)).digest('hex');
+  const definitionHash = hash('sha256', canonicalJson(definition), 'hex');
   return { ...definition, job, due: s.due, source, definitionHash };
 }
 

@@ -15,11 +15,15 @@ import { cleanupNotifyAlias } from '../notify/config.js';
 import { attachWindows, neverRunErrors, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import type { GroupLimits, RateLimit } from './groups-schema.js';
-import { scheduleFileSchema, type CatchUpPolicy, type ConcurrencyPolicy, type OnResumePolicy } from './schema.js';
+import { scheduleFileSchema, type CatchUpPolicy, type ConcurrencyPolicy, type OnResumePolicy, type ValidatedSchedule } from './schema.js';
 import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge } from './files.js';
 import { Locator, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
 import { issueProblems, type Problem } from './messages.js';
 import { compileJobs, compiled } from './compile.js';
+import { compileCron } from '../schedule/cron.js';
+import { canonicalJson } from '../text/canonical-json.js';
+import { precheckFiles, workersAvailable } from './load-pool.js';
+import { YAML_OPTIONS as PRECHECK_YAML_OPTIONS, type Precheck, type PrecheckedSchedule } from './precheck.js';
 
 export { MAX_SCHEDULE_FILE_BYTES };
 
@@ -134,6 +138,26 @@ export interface LoadResult {
 
 
 /**
+ * Options of {@link loadSchedules}: whether files are pre-checked in loader child processes (runner/config/load-pool.ts).
+ * Results are the same either way; the children keep a large load's parse and validation garbage out of this process.
+ */
+export interface LoadOptions {
+  /**
+   * Loader child processes for the pre-check: 0 = none (all in-process); absent = the default: one less than the available
+   * cores, 1 to 3, when the files together hold at least {@link WORKER_MIN_BYTES} and the built worker script is there
+   * (from TypeScript sources it is not); `CRONFLOCK_LOAD_WORKERS=0` in the environment turns the default off.
+   */
+  workers?: number;
+  /** Longest one file may take in a loader process, in ms (default 120,000); past it the file is refused (CONFIG_IO). */
+  workerTimeoutMs?: number;
+  /** The loader process's script (for tests of a crashing or silent one); default: the built load-worker.js. */
+  workerUrl?: URL;
+}
+
+/** Below this many bytes of schedule files a load stays in-process (a loader process costs ~0.3 s to start). */
+export const WORKER_MIN_BYTES = 1024 * 1024;
+
+/**
  * Loads a schedule file, or every `*.yaml` / `*.yml` file of a directory (not recursive, sorted by name; names
  * starting with `.` are skipped, symlinks are followed, so Kubernetes ConfigMap mounts work).
  *
@@ -145,8 +169,9 @@ export interface LoadResult {
  * A missing path, an unreadable file or a directory without schedule files gives a `CONFIG_IO` error with
  * line 0.
  * @param path a file or a directory; relative paths stay relative in error messages and `source.file`.
+ * @param opts loader processes for the pre-check ({@link LoadOptions}); the result is the same with or without.
  */
-export async function loadSchedules(path: string): Promise<LoadResult> {
+export async function loadSchedules(path: string, opts: LoadOptions = {}): Promise<LoadResult> {
   let files: string[];
   try {
     const st = await stat(path);
@@ -168,7 +193,21 @@ export async function loadSchedules(path: string): Promise<LoadResult> {
   const memo = new Map<string, Promise<unknown>>();
   const checkedFiles: { file: string; checked: Awaited<ReturnType<typeof checkText>> | null; errors: ConfigError[] }[] = [];
   const definedIn = new Map<string, NameDefinition[]>();
-  for (const file of files) {
+  const prechecks = (await useWorkers(files, opts)) ? precheckFiles(files, { ...(opts.workers ? { workers: opts.workers } : {}), ...(opts.workerTimeoutMs ? { timeoutMs: opts.workerTimeoutMs } : {}), ...(opts.workerUrl ? { workerUrl: opts.workerUrl } : {}) }) : undefined;
+  for (const [fileIndex, file] of files.entries()) {
+    const pre = prechecks ? await prechecks[fileIndex] : undefined;
+    if (prechecks) prechecks[fileIndex] = DONE; // let this file's definitions go once compiled
+    if (pre && 'failed' in pre) {
+      const hint = 'load again; if it keeps failing, check the file in-process with CRONFLOCK_LOAD_WORKERS=0 (cronflock validate)';
+      checkedFiles.push({ file, checked: null, errors: [ioError(file, `could not be checked: ${pre.failed}`, hint, undefined)] });
+      continue;
+    }
+    const fromWorker = pre?.clean ? await fromPrecheck(pre, file, dirname(resolve(file)), memo) : undefined;
+    if (fromWorker) {
+      checkedFiles.push({ file, checked: fromWorker, errors: [] });
+      for (const def of fromWorker.names) definedIn.set(def.name, [...(definedIn.get(def.name) ?? []), def]);
+      continue;
+    }
     let text: string;
     try {
       const read = await readBounded(file, MAX_SCHEDULE_FILE_BYTES);
@@ -270,6 +309,56 @@ export async function parseScheduleText(
 }
 
 
+const DONE: Promise<never> = new Promise<never>(() => {});
+
+/** Whether this load pre-checks in workers (see {@link LoadOptions.workers}). */
+async function useWorkers(files: readonly string[], opts: LoadOptions): Promise<boolean> {
+  if (opts.workers !== undefined) return opts.workers > 0;
+  if (process.env.CRONFLOCK_LOAD_WORKERS === '0' || !workersAvailable()) return false;
+  let bytes = 0;
+  for (const file of files) {
+    try {
+      bytes += (await stat(file)).size;
+    } catch {
+      // The in-process path reports it.
+    }
+    if (bytes >= WORKER_MIN_BYTES) return true;
+  }
+  return false;
+}
+
+/**
+ * A clean file's schedules from its worker pre-check: each job kind's compile and the cron compile (shared by
+ * expression and zone) run here, where the schedules will live. `undefined` when a job does not compile: the file
+ * is then checked in-process, which reports that with its position.
+ */
+async function fromPrecheck(pre: Extract<Precheck, { clean: true }>, file: string, baseDir: string, memo: Map<string, Promise<unknown>>): Promise<CheckedText | undefined> {
+  // Schedules whose job blocks are equal share one compiled job (compiled jobs are read, never changed): a kind's
+  // compile depends only on the block and the file's folder, so each distinct block is compiled once.
+  const jobIndex = new Map<string, number>();
+  const distinct: { job: unknown }[] = [];
+  const jobOf = pre.schedules.map((s) => {
+    const key = canonicalJson(s.definition.job);
+    let at = jobIndex.get(key);
+    if (at === undefined) {
+      at = distinct.push({ job: s.definition.job }) - 1;
+      jobIndex.set(key, at);
+    }
+    return at;
+  });
+  const problems: Problem[] = [];
+  const jobs = await compileJobs(distinct, distinct as unknown as ValidatedSchedule[], problems, baseDir, memo);
+  if (problems.length > 0) return undefined;
+  const names: NameDefinition[] = [];
+  const schedules = pre.schedules.map((s: PrecheckedSchedule, i): CompiledSchedule => {
+    const d = s.definition;
+    names.push({ name: d.name, file, line: s.nameLine, col: s.nameCol, field: fieldPath(['schedules', i, 'name']) });
+    const job = jobs.get(jobOf[i]!) ?? (distinct[jobOf[i]!]!.job as CompiledJob);
+    return { ...d, job, due: compileCron(d.cron, d.timeZone, { hashSeed: d.name }), source: { file, line: s.line, col: s.col }, definitionHash: s.definitionHash };
+  });
+  return { schedules, errors: [], names, warnings: [], calendars: noFileCalendars(file) };
+}
+
 function ioFailure(path: string, reason: string, hint?: string, cause?: unknown): LoadResult {
   return { schedules: [], errors: [ioError(path, reason, hint, cause)], files: [], warnings: [] };
 }
@@ -298,7 +387,7 @@ interface CheckedText {
 
 
 /** The options every parse of a schedule file uses (the first one and a re-parse for positions alike). */
-const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, merge: true } as const;
+const YAML_OPTIONS = PRECHECK_YAML_OPTIONS;
 
 async function checkText(text: string, file: string, baseDir: string, memo: Map<string, Promise<unknown>>): Promise<CheckedText> {
   const lineCounter = new LineCounter();
