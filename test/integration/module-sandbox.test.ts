@@ -1,7 +1,8 @@
 /**
  * Module jobs with real processes: `cronflock validate` refuses modules that never load, loop or exit, with
  * file:line:col and in bounded time; a running replica whose directory receives such modules keeps reloading its
- * other files and keeps answering /healthz; an attempt's process follows its replica (stopped with it, gone with it)
+ * other files and keeps answering /healthz; an attempt's process never outlives the lease its replica can prove (a
+ * stopped replica's job ends at the lease end, before another replica re-claims) and ends with its replica
  * and its memory is bounded without touching the replica's.
  */
 import { spawn } from 'node:child_process';
@@ -9,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
+import { cronAt } from '../support/events.js';
 import { BIN, ROOT } from '../support/replica.js';
 
 const MODULES = `${ROOT}test/fixtures/modules`;
@@ -45,15 +47,25 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** "<pid> <ms>" lines written by test/fixtures/modules/ticks.mjs. */
-const ticks = (file: string): { pid: number; at: number }[] =>
+/** Whether a process runs (exists and is no zombie), from /proc. */
+const running = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+  } catch {
+    return false;
+  }
+};
+
+/** "<pid> <ms> <fencing token> <replica>" lines written by test/fixtures/modules/ticks.mjs. */
+const ticks = (file: string): { pid: number; at: number; token: number; replica: string }[] =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
         .split('\n')
         .filter(Boolean)
         .map((l) => {
-          const [pid, at] = l.split(' ');
-          return { pid: Number(pid), at: Number(at) };
+          const [pid, at, token, replica] = l.split(' ');
+          return { pid: Number(pid), at: Number(at), token: Number(token), replica: replica! };
         })
     : [];
 
@@ -136,7 +148,55 @@ describe('module jobs in real processes', () => {
     expect((await flock.runs()).filter((x) => ['hang', 'loop', 'exit'].includes(x.schedule))).toEqual([]);
   });
 
-  it('an attempt\'s process stops while its replica is stopped, and ends when its replica is killed', async () => {
+  it('an attempt\'s process ends at its lease end while its replica is stopped: no write of the stale token after the re-claim, nothing recorded twice', async () => {
+    flock = await Flock.start();
+    const tickFile = join(flock.dir, 'ticks');
+    const lockMs = 2000;
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 8000;
+    const file = flock.writeSchedules(`schedules:
+  - { name: tick, cron: "${cronAt(dueMs)}", job: { kind: module, path: ${MODULES}/ticks.mjs, params: { ms: 8000, every: 100, file: ${tickFile} } } }
+`);
+    const replicas = [
+      await flock.startReplica({ name: 't1', schedules: file, args: ['--lock', '2s'] }),
+      await flock.startReplica({ name: 't2', schedules: file, args: ['--lock', '2s'] }),
+    ];
+    await until(() => ticks(tickFile).length >= 5, 20_000, 'ticks');
+    const first = ticks(tickFile)[0]!;
+    expect(first.token).toBe(1);
+    const claimant = replicas.find((r) => r.name === first.replica)!;
+    const other = replicas.find((r) => r !== claimant)!;
+    expect(first.pid).not.toBe(claimant.pid);
+    claimant.signal('SIGSTOP');
+    const stoppedAt = Date.now();
+    await until(() => ticks(tickFile).some((t) => t.token === 2), 15_000, 're-claim by the other replica');
+    // The job process is gone (a zombie at most: its stopped parent cannot reap it) before the replica resumes.
+    await until(() => !running(first.pid), 5_000, 'the stale job process ends');
+    expect(running(first.pid)).toBe(false);
+    await sleep(1000);
+    const stale = ticks(tickFile).filter((t) => t.token === 1);
+    const fresh = ticks(tickFile).filter((t) => t.token === 2);
+    const lastStale = Math.max(...stale.map((t) => t.at));
+    const firstFresh = Math.min(...fresh.map((t) => t.at));
+    expect(fresh.every((t) => t.replica === other.name)).toBe(true);
+    // Never two live attempts: the stale token's last write comes before the new token's first.
+    expect(lastStale).toBeLessThan(firstFresh);
+    // …and no later than the lease end: the last renewal was sent before the SIGSTOP, so the lease ends by
+    // stoppedAt + lockMs. Margin 150 ms: the test's own reading of the clock around the signal, and file writes.
+    expect(lastStale).toBeLessThanOrEqual(stoppedAt + lockMs + 150);
+    const contAt = Date.now();
+    claimant.signal('SIGCONT');
+    await claimant.waitForLog((l) => l.msg === 'claim lost; run aborted' || String(l.msg).startsWith('completion refused'), 10_000, 'the resumed replica gives the claim up');
+    await until(async () => (await flock.runs('tick'))[0]?.state === 'succeeded', 20_000, 'the re-claimed attempt succeeds');
+    await sleep(500);
+    expect(ticks(tickFile).filter((t) => t.token === 1 && t.at > contAt)).toEqual([]);
+    const recs = await flock.runs('tick');
+    expect(recs).toHaveLength(1);
+    expect(recs[0]).toMatchObject({ state: 'succeeded', fencingToken: 2, attempt: 2, replica: other.name });
+    // The resumed replica recorded nothing of its own: no 'run finished' from it.
+    expect(claimant.lines.filter((l) => l.msg === 'run finished')).toEqual([]);
+  });
+
+  it('an attempt\'s process ends when its replica is killed', async () => {
     flock = await Flock.start();
     const tickFile = join(flock.dir, 'ticks');
     const file = flock.writeSchedules(`schedules:
@@ -146,15 +206,6 @@ describe('module jobs in real processes', () => {
     await until(() => ticks(tickFile).length >= 5, 20_000, 'ticks');
     const jobPid = ticks(tickFile)[0]!.pid;
     expect(jobPid).not.toBe(r.pid);
-    r.signal('SIGSTOP');
-    const stoppedAt = Date.now();
-    await sleep(3000);
-    const contAt = Date.now();
-    r.signal('SIGCONT');
-    // The job noticed within its watchdog's period (100 ms) and stopped with the replica.
-    const during = ticks(tickFile).filter((t) => t.at > stoppedAt + 400 && t.at < contAt);
-    expect(during).toEqual([]);
-    await until(() => ticks(tickFile).some((t) => t.at > contAt), 5_000, 'ticks after SIGCONT');
     r.signal('SIGKILL');
     const killedAt = Date.now();
     await r.exited;
