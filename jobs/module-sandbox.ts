@@ -13,9 +13,11 @@
  * took 83 ms, a thread 32 ms; with a .ts module 0.3–0.6 s either way (loading tsx dominates).
  *
  * A child process never outlives the lease its replica can prove: with each successful renewal of the claim the
- * replica writes the lease's end (shared monotonic clock, minus {@link leaseMargins}) to the process's fd 4, and
- * the process's own watchdog thread fires the job's signal there and ends the process soon after, whether or not
- * the replica still runs (module-host.ts). A worker thread stops and resumes with its replica's process.
+ * replica writes the lease's end (shared monotonic clock, minus {@link leaseMargins}) to the process's fd 4, and a
+ * heartbeat every {@link HEARTBEAT_MS}. While heartbeats come the replica answers and ends the job itself, as for
+ * any kind; once they are {@link HEARTBEAT_STALE_MS} old (a stopped or hung replica) the process's own watchdog
+ * thread fires the job's signal before the lease end and ends the process before the lease can lapse on Redis
+ * (module-host.ts). A worker thread stops and resumes with its replica's process.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -23,6 +25,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { formatDurationMs } from '../runner/time/duration.js';
+import { HEARTBEAT_MS, HEARTBEAT_STALE_MS } from './module-heartbeat.js';
 import type { FromHost, HostTask, ToHost } from './module-host.js';
 import type { JobContext } from './types.js';
 
@@ -52,15 +55,22 @@ export class SandboxError extends Error {
 export const ABORT_GRACE_MS = 5_000;
 
 /**
- * How far before the claim's lease end a job process is stopped: its signal fires at `lease end − marginMs −
- * graceMs`, and the process kills itself at `lease end − marginMs`. The margin covers the rate difference between
- * this host's monotonic clock and Redis's (ppm) and the last write's way out; the grace lets a job that honours its
- * signal stop cleanly. Renewals come every lockMs/3, so a healthy lease never gets near either.
- * lock 2 s: margin 100 ms, grace 400 ms; lock 30 s: 500 ms, 5 s.
+ * How far before the claim's lease end a job process whose replica does not answer is stopped: its signal fires
+ * at `lease end − marginMs − graceMs`, and it kills itself at `lease end − marginMs`. The process only acts once its
+ * heartbeats are {@link HEARTBEAT_STALE_MS} old, and a heartbeat sent after `lease end − marginMs` does not count
+ * (a replica that answers but has not renewed by then is no proof of a live lease), so it is dead by `lease end −
+ * marginMs + HEARTBEAT_STALE_MS` at the latest: the margin exceeds the staleness bound by 200 ms, for the
+ * watchdog's timer running late on a busy host, the kill itself, and clock rate (ppm). The grace lets a job that
+ * honours its signal stop cleanly. Renewals come every lockMs/3, so a healthy lease never gets near either, and
+ * while its replica answers the process never acts before `lease end − marginMs + HEARTBEAT_STALE_MS`.
+ * lock 2 s: margin 500 ms, grace 400 ms; lock 6 s: 500 ms, 1.2 s; lock 30 s: 1.5 s, 5 s.
  */
 export function leaseMargins(lockMs: number): { marginMs: number; graceMs: number } {
   const clamp = (v: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(v)));
-  return { marginMs: clamp(lockMs * 0.05, 50, 500), graceMs: clamp(lockMs * 0.2, 100, ABORT_GRACE_MS) };
+  return {
+    marginMs: clamp(lockMs * 0.05, HEARTBEAT_STALE_MS + 200, 5_000),
+    graceMs: clamp(lockMs * 0.2, 100, ABORT_GRACE_MS),
+  };
 }
 
 /** Now on the monotonic clock all processes of this host share (CLOCK_MONOTONIC via process.hrtime), ms. */
@@ -165,17 +175,24 @@ function session(kind: SandboxKind, task: HostTask, limits: SandboxLimits, ctx?:
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener('abort', onAbort, { once: true });
     }
-    // The claim's lease end, now and after each renewal, to the process's watchdog (a thread ends with our process).
+    // The claim's lease deadlines, now and after each renewal, and a heartbeat every HEARTBEAT_MS, to the process's
+    // watchdog: it applies the deadlines only while the heartbeats are stale (a thread ends with our process).
     const lease = kind === 'process' && task.mode === 'run' ? ctx?.lease : undefined;
     if (lease && host.tellLease) {
       const { marginMs, graceMs } = leaseMargins(lease.ttlMs);
+      let killAt = 0;
       const tell = (untilMono: number): void => {
-        const killAt = sharedMonoMs() + (untilMono - performance.now()) - marginMs;
+        killAt = sharedMonoMs() + (untilMono - performance.now()) - marginMs;
         host.tellLease!(killAt - graceMs, killAt);
       };
       tell(lease.untilMono);
       const off = lease.onRenewed(tell);
-      void host.ended.then(off);
+      const beat = setInterval(() => host.tellLease!(killAt - graceMs, killAt), HEARTBEAT_MS);
+      beat.unref();
+      void host.ended.then(() => {
+        off();
+        clearInterval(beat);
+      });
     }
     host.send({ type: 'start', task });
   });
@@ -191,7 +208,10 @@ interface Host {
   end(): void;
   /** Resolves when it has ended. */
   ended: Promise<string>;
-  /** Process only: the lease deadlines for its watchdog, ms of {@link sharedMonoMs}. */
+  /**
+   * Process only: a heartbeat carrying the lease deadlines for its watchdog, ms of {@link sharedMonoMs}; the line
+   * holds its own send time too (`<sentAt> <abortAt> <killAt>`).
+   */
   tellLease?(abortAtMs: number, killAtMs: number): void;
 }
 
@@ -262,7 +282,7 @@ function startProcess(limits: SandboxLimits): Host {
   return {
     ended,
     tellLease: (abortAtMs, killAtMs) => {
-      if (!leasePipe.destroyed) leasePipe.write(`${abortAtMs.toFixed(3)} ${killAtMs.toFixed(3)}\n`);
+      if (!leasePipe.destroyed) leasePipe.write(`${sharedMonoMs().toFixed(3)} ${abortAtMs.toFixed(3)} ${killAtMs.toFixed(3)}\n`);
     },
     send: (m) => {
       if (child.connected) child.send(m, (err) => void err); // a closed channel: the exit says why
