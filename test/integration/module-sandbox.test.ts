@@ -10,10 +10,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
-import { cronAt } from '../support/events.js';
+import { cronAt, readEvents } from '../support/events.js';
+import { Keyspace } from '../../runner/redis/keys.js';
 import { BIN, ROOT } from '../support/replica.js';
 
 const MODULES = `${ROOT}test/fixtures/modules`;
+const SLOW = `${ROOT}test/fixtures/jobs/slow.mjs`;
 
 /** Runs the CLI to the end; resolves with its exit code, output and duration. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
@@ -194,6 +196,42 @@ describe('module jobs in real processes', () => {
     expect(recs[0]).toMatchObject({ state: 'succeeded', fencingToken: 2, attempt: 2, replica: other.name });
     // The resumed replica recorded nothing of its own: no 'run finished' from it.
     expect(claimant.lines.filter((l) => l.msg === 'run finished')).toEqual([]);
+  });
+
+  it('an alive replica whose Redis is paused (SIGSTOP) for less than the lease keeps its job process running, and the run succeeds', async () => {
+    // The heartbeat case: the replica answers, so its job's process leaves the lease deadlines to it, even past the
+    // point where a process without heartbeats fires its signal (lease end − margin − grace).
+    flock = await Flock.start();
+    const events = join(flock.dir, 'events.jsonl');
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
+    const file = flock.writeSchedules(`schedules:
+  - { name: long, cron: "${cronAt(dueMs)}", job: { kind: module, path: ${SLOW}, params: { ms: 16000, events: ${events} } } }
+`);
+    // lock 9 s: renewals every 3 s; margin 500 ms, grace 1.8 s (leaseMargins), so a process without heartbeats fires
+    // the signal 6.7 s after the last renewal and ends itself at 8.5 s.
+    await flock.startReplica({ name: 'p1', schedules: file, args: ['--lock', '9s'] });
+    await until(() => readEvents(events).some((e) => e.event === 'start'), 20_000, 'the run starts');
+    // Pause Redis right after a renewal (the record's leaseUntil moves), so the pause's position in the lease is known.
+    const rec = new Keyspace().occurrence(`long@${new Date(dueMs).toISOString()}`);
+    const lease0 = await flock.redisClient.hget(rec, 'leaseUntil');
+    await until(async () => (await flock.redisClient.hget(rec, 'leaseUntil')) !== lease0, 10_000, 'a renewal');
+    const redisPid = flock.redis.pid!;
+    process.kill(redisPid, 'SIGSTOP');
+    const pausedAt = Date.now();
+    try {
+      await sleep(7500); // past 6.7 s (the signal without heartbeats), before 8.5 s (the kill), under the 9 s lease
+    } finally {
+      process.kill(redisPid, 'SIGCONT');
+    }
+    const resumedAt = Date.now();
+    expect(resumedAt - pausedAt).toBeLessThan(8300);
+    await until(async () => ['succeeded', 'failed'].includes((await flock.runs('long'))[0]?.state ?? ''), 30_000, 'the run ends');
+    const [run] = await flock.runs('long');
+    expect(run).toMatchObject({ state: 'succeeded', fencingToken: 1, attempt: 1 });
+    const evs = readEvents(events);
+    expect(evs.filter((e) => e.event === 'abort')).toEqual([]); // its signal never fired
+    expect(evs.filter((e) => e.event === 'start')).toHaveLength(1);
+    expect(evs.filter((e) => e.event === 'end')).toHaveLength(1);
   });
 
   it('an attempt\'s process ends when its replica is killed', async () => {
