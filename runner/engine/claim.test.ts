@@ -1,7 +1,8 @@
 /**
  * The ClaimHolder on a real redis-server: its signal fires on its own local lease end (the last successful
  * renewal's send time plus lockMs), and reading `signal.aborted` sees that end even before any timer ran — as
- * code right after an await does when a stopped replica resumes and pending I/O completions come first.
+ * code right after an await does when a stopped replica resumes and pending I/O completions come first — and never
+ * earlier than that end while Redis only answers late (paused for less than the lease).
  */
 import { describe, expect, it } from 'vitest';
 import { ClaimHolder, ClaimLostError } from './claim.js';
@@ -42,6 +43,30 @@ describe('ClaimHolder: local lease end', () => {
     expect(holder.signal.reason).toBeInstanceOf(ClaimLostError);
     expect((holder.signal.reason as ClaimLostError).kind).toBe('lost');
     expect((holder.signal.reason as ClaimLostError).message).toMatch(/lapsed: not renewed within 600 ms/);
+  });
+
+  it('an alive holder whose Redis is paused (SIGSTOP) for less than the lease keeps the claim: not lost before the lease end, renewed after', async () => {
+    const { holder } = await claimed(1500);
+    await new Promise((r) => setTimeout(r, 550)); // just after the first renewal (every 500 ms)
+    const before = holder.untilMono;
+    const pid = priv.server.pid!;
+    process.kill(pid, 'SIGSTOP');
+    const pausedAt = performance.now();
+    let abortedDuring = false;
+    try {
+      // Read the signal (as a job does) throughout a pause that ends before the lease end (~1.45 s after pausing).
+      while (performance.now() < pausedAt + 1000) {
+        abortedDuring ||= holder.signal.aborted;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(abortedDuring).toBe(false);
+    await new Promise((r) => setTimeout(r, 1200)); // renewals go on: past the lease end as of the pause
+    expect(holder.signal.aborted).toBe(false);
+    expect(holder.untilMono).toBeGreaterThan(before + 500);
+    holder.close();
   });
 
   it('renewals move the lease end to their send time plus lockMs and tell onRenewed; the signal stays quiet while renewed', async () => {
