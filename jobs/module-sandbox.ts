@@ -11,13 +11,21 @@
  * code runs (Node 20: ~50 MiB), so the limit is that reservation, measured once per replica, plus `memoryLimitMb`.
  * Cost measured here (Node 20, a busy 2-core machine, median of 8): starting a process and importing a small .mjs
  * took 83 ms, a thread 32 ms; with a .ts module 0.3–0.6 s either way (loading tsx dominates).
+ *
+ * A child process never outlives the lease its replica can prove: with each successful renewal of the claim the
+ * replica writes the lease's end (shared monotonic clock, minus {@link leaseMargins}) to the process's fd 4, and a
+ * heartbeat every {@link HEARTBEAT_MS}. While heartbeats come the replica answers and ends the job itself, as for
+ * any kind; once they are {@link HEARTBEAT_STALE_MS} old (a stopped or hung replica) the process's own watchdog
+ * thread fires the job's signal before the lease end and ends the process before the lease can lapse on Redis
+ * (module-host.ts). A worker thread stops and resumes with its replica's process.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { formatDurationMs } from '../runner/time/duration.js';
+import { HEARTBEAT_MS, HEARTBEAT_STALE_MS } from './module-heartbeat.js';
 import type { FromHost, HostTask, ToHost } from './module-host.js';
 import type { JobContext } from './types.js';
 
@@ -45,6 +53,28 @@ export class SandboxError extends Error {
 
 /** How long a job may go on after its signal fired before its process or thread is ended. */
 export const ABORT_GRACE_MS = 5_000;
+
+/**
+ * How far before the claim's lease end a job process whose replica does not answer is stopped: its signal fires
+ * at `lease end − marginMs − graceMs`, and it kills itself at `lease end − marginMs`. The process only acts once its
+ * heartbeats are {@link HEARTBEAT_STALE_MS} old, and a heartbeat sent after `lease end − marginMs` does not count
+ * (a replica that answers but has not renewed by then is no proof of a live lease), so it is dead by `lease end −
+ * marginMs + HEARTBEAT_STALE_MS` at the latest: the margin exceeds the staleness bound by 200 ms, for the
+ * watchdog's timer running late on a busy host, the kill itself, and clock rate (ppm). The grace lets a job that
+ * honours its signal stop cleanly. Renewals come every lockMs/3, so a healthy lease never gets near either, and
+ * while its replica answers the process never acts before `lease end − marginMs + HEARTBEAT_STALE_MS`.
+ * lock 2 s: margin 500 ms, grace 400 ms; lock 6 s: 500 ms, 1.2 s; lock 30 s: 1.5 s, 5 s.
+ */
+export function leaseMargins(lockMs: number): { marginMs: number; graceMs: number } {
+  const clamp = (v: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(v)));
+  return {
+    marginMs: clamp(lockMs * 0.05, HEARTBEAT_STALE_MS + 200, 5_000),
+    graceMs: clamp(lockMs * 0.2, 100, ABORT_GRACE_MS),
+  };
+}
+
+/** Now on the monotonic clock all processes of this host share (CLOCK_MONOTONIC via process.hrtime), ms. */
+const sharedMonoMs = (): number => Number(process.hrtime.bigint() / 1000n) / 1000;
 
 /** Checks at once (each is a process); a directory of modules is checked a few at a time. */
 const MAX_PARALLEL_CHECKS = Math.max(1, Math.min(4, availableParallelism()));
@@ -135,7 +165,7 @@ function session(kind: SandboxKind, task: HostTask, limits: SandboxLimits, ctx?:
         new SandboxError(
           endedBecause ??
             (loaded
-              ? `job ${kind} ${why} before finishing`
+              ? `job ${kind} ${why}${why.startsWith('ended itself') ? '' : ' before finishing'}`
               : `its ${kind} ${why} while loading${/exited with code/.test(why) ? ' (process.exit() in its top-level code?)' : ''}`),
           loaded ? 'run' : 'load',
         ),
@@ -144,6 +174,25 @@ function session(kind: SandboxKind, task: HostTask, limits: SandboxLimits, ctx?:
     if (ctx) {
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener('abort', onAbort, { once: true });
+    }
+    // The claim's lease deadlines, now and after each renewal, and a heartbeat every HEARTBEAT_MS, to the process's
+    // watchdog: it applies the deadlines only while the heartbeats are stale (a thread ends with our process).
+    const lease = kind === 'process' && task.mode === 'run' ? ctx?.lease : undefined;
+    if (lease && host.tellLease) {
+      const { marginMs, graceMs } = leaseMargins(lease.ttlMs);
+      let killAt = 0;
+      const tell = (untilMono: number): void => {
+        killAt = sharedMonoMs() + (untilMono - performance.now()) - marginMs;
+        host.tellLease!(killAt - graceMs, killAt);
+      };
+      tell(lease.untilMono);
+      const off = lease.onRenewed(tell);
+      const beat = setInterval(() => host.tellLease!(killAt - graceMs, killAt), HEARTBEAT_MS);
+      beat.unref();
+      void host.ended.then(() => {
+        off();
+        clearInterval(beat);
+      });
     }
     host.send({ type: 'start', task });
   });
@@ -157,6 +206,13 @@ interface Host {
   onEnd(f: (why: string) => void): void;
   /** Ends it now (SIGKILL / terminate); idempotent. */
   end(): void;
+  /** Resolves when it has ended. */
+  ended: Promise<string>;
+  /**
+   * Process only: a heartbeat carrying the lease deadlines for its watchdog, ms of {@link sharedMonoMs}; the line
+   * holds its own send time too (`<sentAt> <abortAt> <killAt>`).
+   */
+  tellLease?(abortAtMs: number, killAtMs: number): void;
 }
 
 /** The host script: the built .js beside this file, or (running from the TypeScript sources, in tests) the .ts via tsx. */
@@ -195,26 +251,24 @@ function nodeReservedDataKb(execArgv: string[]): number {
 
 function startProcess(limits: SandboxLimits): Host {
   const entry = hostEntry();
-  const nodeArgs = [...entry.execArgv, `--max-old-space-size=${limits.memoryLimitMb}`, entry.file];
+  // fd 4: where the lease deadlines go (module-host.ts reads it in its watchdog thread).
+  const nodeArgs = [...entry.execArgv, `--max-old-space-size=${limits.memoryLimitMb}`, entry.file, '--lease-fd=4'];
   // `ulimit -d` (KiB) sets RLIMIT_DATA for the node that `exec` puts in the shell's place (same pid, same IPC fd).
   const dataKb = hasSh ? nodeReservedDataKb(entry.execArgv) + limits.memoryLimitMb * 1024 : 0;
   const child: ChildProcess = hasSh
     ? spawn(SH, ['-c', `ulimit -d ${dataKb} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...nodeArgs], {
-        stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+        stdio: ['ignore', 'inherit', 'pipe', 'ipc', 'pipe'],
         serialization: 'advanced',
       })
-    : spawn(process.execPath, nodeArgs, { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], serialization: 'advanced' });
+    : spawn(process.execPath, nodeArgs, { stdio: ['ignore', 'inherit', 'pipe', 'ipc', 'pipe'], serialization: 'advanced' });
+  const leasePipe = child.stdio[4] as NodeJS.WritableStream & { destroyed: boolean; on(e: 'error', f: () => void): unknown };
+  leasePipe.on('error', () => undefined); // the process has ended: its exit says why
   // The host's stderr goes on to ours; its tail tells an out-of-memory death from others.
   let tail = '';
   child.stderr!.on('data', (b: Buffer) => {
     process.stderr.write(b);
     tail = (tail + b.toString()).slice(-4096);
   });
-  // The host stops itself while we are stopped (SIGSTOP); we resume it when we run again.
-  const resume = setInterval(() => {
-    if (child.pid !== undefined && processState(child.pid) === 'T') child.kill('SIGCONT');
-  }, 250);
-  resume.unref();
   const ended = new Promise<string>((resolve) => {
     child.once('error', (err) => resolve(`could not start: ${err.message}`));
     child.once('exit', (code, signal) => {
@@ -225,8 +279,11 @@ function startProcess(limits: SandboxLimits): Host {
       setTimeout(done, 200);
     });
   });
-  void ended.then(() => clearInterval(resume));
   return {
+    ended,
+    tellLease: (abortAtMs, killAtMs) => {
+      if (!leasePipe.destroyed) leasePipe.write(`${sharedMonoMs().toFixed(3)} ${abortAtMs.toFixed(3)} ${killAtMs.toFixed(3)}\n`);
+    },
     send: (m) => {
       if (child.connected) child.send(m, (err) => void err); // a closed channel: the exit says why
     },
@@ -260,6 +317,7 @@ function startThread(limits: SandboxLimits): Host {
     );
   });
   return {
+    ended,
     send: (m) => worker.postMessage(m),
     onMessage: (f) => worker.on('message', f),
     onEnd: (f) => void ended.then(f),
@@ -272,18 +330,11 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
   if (/heap out of memory|std::bad_alloc|Array buffer allocation failed|allocation failed|out of memory/i.test(stderrTail)) {
     return `ran out of memory (memoryLimitMb: ${limits.memoryLimitMb})`;
   }
+  if (/cronflock: lease end reached/.test(stderrTail)) {
+    return "ended itself at the claim's lease end (the replica had not renewed it in time): the job did not stop after its signal fired";
+  }
   if (signal) return `was killed by ${signal}${signal === 'SIGKILL' ? ' (by the kernel when memory ran out, or by someone else)' : ''}`;
   return `exited with code ${code}`;
-}
-
-/** The state letter of a process from /proc (Linux), or undefined. */
-function processState(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.charAt(stat.lastIndexOf(')') + 2);
-  } catch {
-    return undefined;
-  }
 }
 
 /** A counting semaphore. */

@@ -82,6 +82,24 @@ export interface JobContext {
    * `propagation.extract(context.active(), { traceparent })` from `@opentelemetry/api`. Absent otherwise.
    */
   trace?: TraceContext;
+  /**
+   * The claim's lease as this replica can prove it, for kinds that run the job where this process's timers do not
+   * reach (`kind: module` in a child process ends it at the lease's end). Given by the engine; absent outside a flock.
+   */
+  lease?: JobLease;
+}
+
+/**
+ * The lease of a claim, seen from the replica holding it (runner/engine/claim.ts). Times are `performance.now()`
+ * of the replica's process: convert with the current difference before handing them to another process.
+ */
+export interface JobLease {
+  /** The lease's length in ms (the replica's `--lock`). */
+  readonly ttlMs: number;
+  /** Until when the claim is certainly live: the last successful renewal's send time plus ttlMs. */
+  readonly untilMono: number;
+  /** Calls `f(untilMono)` after every successful renewal; returns the unsubscribe. */
+  onRenewed(f: (untilMono: number) => void): () => void;
 }
 
 /** W3C trace context of an attempt (runner/tracing/): one trace per occurrence, this span the attempt's. */

@@ -4,9 +4,12 @@
  * The lease lives in the run record on the Redis clock; {@link HeldLease} renews it every lockMs/3 and fires the
  * signal as soon as this process can know the claim is lost (a refused renewal, or lockMs passed on the
  * monotonic clock since the last renewal was sent), or when a newer occurrence asks it to stop (Replace).
- * A stale claimant may still finish its work (it cannot be stopped from outside), but its result is refused by
- * the finish script because the token is no longer current.
+ * The claim is its job's {@link JobLease}: a module job's sandbox process learns the deadline with every renewal
+ * and ends itself there, even while this replica is stopped (jobs/module-sandbox.ts). In-process code that ignores
+ * the signal may still finish its work, but its result is refused by the finish script because the token is no
+ * longer current.
  */
+import type { JobLease } from '../../jobs/types.js';
 import type { Logger } from '../log.js';
 import { HeldLease } from '../redis/lease.js';
 import type { Store } from '../redis/store.js';
@@ -30,7 +33,7 @@ export class ClaimLostError extends Error {
 }
 
 /** Holds one claim until {@link ClaimHolder.close}: its lease (redis/lease.ts) renewed by the renew script. */
-export class ClaimHolder {
+export class ClaimHolder implements JobLease {
   private readonly lease: HeldLease<ClaimLostError>;
 
   constructor(
@@ -68,6 +71,24 @@ export class ClaimHolder {
   /** Resolves with the loss when the claim is lost. */
   get lost(): Promise<ClaimLostError> {
     return this.lease.lost;
+  }
+
+  /** The lease's length, ms (the replica's lockMs). */
+  get ttlMs(): number {
+    return this.lease.ttlMs;
+  }
+
+  /**
+   * `performance.now()` until which the claim is certainly live: the last successful renewal's send time (or the
+   * claim's) plus lockMs. The signal fires there at the latest (a timer, and every read of `signal.aborted`).
+   */
+  get untilMono(): number {
+    return this.lease.untilMono;
+  }
+
+  /** Calls `f(untilMono)` after every successful renewal; returns the unsubscribe. */
+  onRenewed(f: (untilMono: number) => void): () => void {
+    return this.lease.onRenewed(f);
   }
 
   /** Ends the claim now with `err` (idempotent). */

@@ -544,6 +544,7 @@ export class Executor {
         origin: d.origin ?? 'schedule',
       },
       signal: holder.signal,
+      lease: holder,
       log,
       replica: o.replica,
       coordination: new RedisJobCoordination(this.store.redis, this.keys, o.replica, log),
@@ -584,7 +585,11 @@ export class Executor {
         : setTimeout(() => holder.abort(new ClaimLostError(`timed out after ${sched.timeoutMs} ms`, 'timeout')), sched.timeoutMs);
     const disarmBlackout = armBlackoutAbort(sched, () => this.clock.now(), (name) => holder.abort(new ClaimLostError(`blackout ${name}`, 'blackout')));
     try {
-      const first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
+      let first = await Promise.race([settled, holder.lost.then((lost) => ({ lost }))]);
+      // The job's end may arrive before the lease's timer runs (a stopped replica resumed: pending I/O first);
+      // reading the signal compares with the local lease end, so a lapsed claim is treated as lost, not finished.
+      const reason: unknown = holder.signal.aborted ? holder.signal.reason : undefined;
+      if (!('lost' in first) && reason instanceof ClaimLostError && reason.kind === 'lost') first = { lost: reason };
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string };
       if ('lost' in first) {
         const lost = first.lost;

@@ -106,3 +106,47 @@ describe('HeldLease', () => {
     expect(performance.now() - t0).toBeLessThan(20_000); // not the 60 s lease
   });
 });
+
+describe('HeldLease: the local lease end', () => {
+  it('signal.aborted compares with the local lease end when read: true before any timer ran (a resumed process)', async () => {
+    const l = lease(300, async () => true);
+    const until = performance.now() + 400; // block the event loop past the ttl, as SIGSTOP would: no timer runs
+    while (performance.now() < until) {
+      /* busy */
+    }
+    // Read synchronously, as code right after an await reads it when an I/O completion comes before the timers.
+    expect(l.signal.aborted).toBe(true);
+    expect((l.signal.reason as Lost).why).toBe('lapsed');
+    expect(() => l.signal.throwIfAborted()).toThrow(Lost);
+    expect((await ended(l))?.why).toBe('lapsed');
+  });
+
+  it('signal.throwIfAborted() also compares with the lease end', () => {
+    const l = lease(200, async () => true);
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      /* busy */
+    }
+    expect(() => l.signal.throwIfAborted()).toThrow(Lost);
+  });
+
+  it('a renewal extends the lease from its send time, not its reply time, and tells onRenewed', async () => {
+    const sends: number[] = [];
+    const l = lease(900, async () => {
+      sends.push(performance.now());
+      await sleep(200); // a slow reply
+      return true;
+    });
+    const told: { until: number; at: number }[] = [];
+    l.onRenewed((until) => told.push({ until, at: performance.now() }));
+    await sleep(700); // the first renewal at ttl/3 = 300 ms, answered ~200 ms later
+    l.close();
+    expect(told.length).toBeGreaterThanOrEqual(1);
+    const first = told[0]!;
+    expect(first.until).toBeGreaterThanOrEqual(sends[0]! + 900 - 1);
+    expect(first.until).toBeLessThanOrEqual(sends[0]! + 900 + 5); // the send time (renew() is called right after it is taken)
+    expect(first.until).toBeLessThan(first.at + 900 - 150); // not the reply time (~200 ms later)
+    expect(l.untilMono).toBe(told.at(-1)!.until);
+    expect(l.ttlMs).toBe(900);
+  });
+});

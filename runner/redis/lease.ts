@@ -8,10 +8,16 @@
  * - locally, when ttl has passed on the monotonic clock since the last renewal that succeeded was *sent*: the
  *   lease may have lapsed, so the holder stops before anyone could take over. This is what fires first after a
  *   SIGSTOP/SIGCONT or a long GC pause, without waiting for a Redis round trip.
+ * `signal.aborted` (and `signal.throwIfAborted()`) of this signal also compare with that deadline when read, so code
+ * that checks them right after an await sees the loss even when, after a SIGCONT, the event loop delivers pending
+ * I/O completions before the deadline's timer runs.
  * A renewal that fails (Redis briefly away) is logged and tried again soon (within 250 ms) while the lease lasts.
  * Timers are unref'd: a held lease alone never keeps a process alive.
  */
 import { redisFailure } from './outage.js';
+
+/** AbortSignal's own `aborted` getter. */
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
 
 /** What a lease logs: a failed renewal, at warn (a pino logger, or a job's logger, satisfies it). */
 export interface LeaseLogger {
@@ -48,9 +54,27 @@ export class HeldLease<E extends Error = Error> {
   /** Resolves with the error when the lease is lost or aborted (never when it is only closed). */
   readonly lost: Promise<E>;
 
+  private readonly renewedListeners = new Set<(untilMono: number) => void>();
+
   constructor(private readonly o: HeldLeaseOptions<E>) {
     this.lost = new Promise((r) => (this.resolveLost = r));
     this.validUntilMono = o.sentMono + o.ttlMs;
+    // Reading the signal's state checks the local deadline first: the timer alone can run late (see above).
+    const signal = this.ac.signal;
+    Object.defineProperty(signal, 'aborted', {
+      configurable: true,
+      get: () => {
+        if (!abortedOf.call(signal)) this.checkDeadline();
+        return abortedOf.call(signal) as boolean;
+      },
+    });
+    Object.defineProperty(signal, 'throwIfAborted', {
+      configurable: true,
+      value: () => {
+        if (!abortedOf.call(signal)) this.checkDeadline();
+        AbortSignal.prototype.throwIfAborted.call(signal);
+      },
+    });
     this.armGuard();
     this.scheduleRenew(false);
   }
@@ -60,9 +84,28 @@ export class HeldLease<E extends Error = Error> {
     return this.ac.signal;
   }
 
+  /** The lease's length, ms. */
+  get ttlMs(): number {
+    return this.o.ttlMs;
+  }
+
+  /**
+   * `performance.now()` until which the lease is certainly ours: the send time of the last renewal that succeeded
+   * (or of the acquiring call) plus ttlMs — never the reply time, which may come arbitrarily late.
+   */
+  get untilMono(): number {
+    return this.validUntilMono;
+  }
+
+  /** Calls `f(untilMono)` after every renewal that succeeded; returns the unsubscribe. */
+  onRenewed(f: (untilMono: number) => void): () => void {
+    this.renewedListeners.add(f);
+    return () => this.renewedListeners.delete(f);
+  }
+
   /** Ends the lease now with `err`: stops renewing, fires the signal, resolves {@link HeldLease.lost} (idempotent). */
   abort(err: E): void {
-    if (this.ac.signal.aborted) return;
+    if (this.aborted) return;
     this.stopTimers();
     this.ac.abort(err);
     this.resolveLost(err);
@@ -75,7 +118,12 @@ export class HeldLease<E extends Error = Error> {
   }
 
   private get ended(): boolean {
-    return this.closed || this.ac.signal.aborted;
+    return this.closed || this.aborted;
+  }
+
+  /** The signal's own state (its `aborted` property checks the deadline first, see the constructor). */
+  private get aborted(): boolean {
+    return abortedOf.call(this.ac.signal) as boolean;
   }
 
   private stopTimers(): void {
@@ -91,8 +139,15 @@ export class HeldLease<E extends Error = Error> {
 
   private checkGuard(): void {
     if (this.ended) return;
-    if (performance.now() >= this.validUntilMono) this.abort(this.o.lostError('lapsed'));
-    else this.armGuard();
+    if (!this.checkDeadline()) this.armGuard();
+  }
+
+  /** Fires the signal (`lapsed`) when the local deadline has passed; true when the lease has ended. */
+  private checkDeadline(): boolean {
+    if (this.ended) return true;
+    if (performance.now() < this.validUntilMono) return false;
+    this.abort(this.o.lostError('lapsed'));
+    return true;
   }
 
   /** Next renewal: every ttl/3, or soon after a failed attempt (Redis briefly away) while the lease lasts. */
@@ -115,12 +170,16 @@ export class HeldLease<E extends Error = Error> {
         this.abort(this.o.lostError('refused'));
         return;
       }
+      // Redis renewed a live lease (it never revives a lapsed one), so it lasts at least ttl from the send time.
+      // The reply may come late (this process was stopped while it waited): past even that, it ends here.
       this.validUntilMono = sentMono + this.o.ttlMs;
+      if (this.checkDeadline()) return;
       this.armGuard();
       if (renewed !== true) {
         this.abort(renewed);
         return;
       }
+      for (const f of this.renewedListeners) f(this.validUntilMono);
     } catch (err) {
       const f = redisFailure(err);
       this.o.log?.warn(f.fields, `lease renewal failed: ${f.text}; retrying until the lease lapses`);

@@ -1,7 +1,8 @@
 /**
  * Module jobs with real processes: `cronflock validate` refuses modules that never load, loop or exit, with
  * file:line:col and in bounded time; a running replica whose directory receives such modules keeps reloading its
- * other files and keeps answering /healthz; an attempt's process follows its replica (stopped with it, gone with it)
+ * other files and keeps answering /healthz; an attempt's process never outlives the lease its replica can prove (a
+ * stopped replica's job ends at the lease end, before another replica re-claims) and ends with its replica
  * and its memory is bounded without touching the replica's.
  */
 import { spawn } from 'node:child_process';
@@ -9,9 +10,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
+import { cronAt, readEvents } from '../support/events.js';
+import { Keyspace } from '../../runner/redis/keys.js';
 import { BIN, ROOT } from '../support/replica.js';
 
 const MODULES = `${ROOT}test/fixtures/modules`;
+const SLOW = `${ROOT}test/fixtures/jobs/slow.mjs`;
 
 /** Runs the CLI to the end; resolves with its exit code, output and duration. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
@@ -45,15 +49,25 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** "<pid> <ms>" lines written by test/fixtures/modules/ticks.mjs. */
-const ticks = (file: string): { pid: number; at: number }[] =>
+/** Whether a process runs (exists and is no zombie), from /proc. */
+const running = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+  } catch {
+    return false;
+  }
+};
+
+/** "<pid> <ms> <fencing token> <replica>" lines written by test/fixtures/modules/ticks.mjs. */
+const ticks = (file: string): { pid: number; at: number; token: number; replica: string }[] =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
         .split('\n')
         .filter(Boolean)
         .map((l) => {
-          const [pid, at] = l.split(' ');
-          return { pid: Number(pid), at: Number(at) };
+          const [pid, at, token, replica] = l.split(' ');
+          return { pid: Number(pid), at: Number(at), token: Number(token), replica: replica! };
         })
     : [];
 
@@ -136,7 +150,91 @@ describe('module jobs in real processes', () => {
     expect((await flock.runs()).filter((x) => ['hang', 'loop', 'exit'].includes(x.schedule))).toEqual([]);
   });
 
-  it('an attempt\'s process stops while its replica is stopped, and ends when its replica is killed', async () => {
+  it('an attempt\'s process ends at its lease end while its replica is stopped: no write of the stale token after the re-claim, nothing recorded twice', async () => {
+    flock = await Flock.start();
+    const tickFile = join(flock.dir, 'ticks');
+    const lockMs = 2000;
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 8000;
+    const file = flock.writeSchedules(`schedules:
+  - { name: tick, cron: "${cronAt(dueMs)}", job: { kind: module, path: ${MODULES}/ticks.mjs, params: { ms: 8000, every: 100, file: ${tickFile} } } }
+`);
+    const replicas = [
+      await flock.startReplica({ name: 't1', schedules: file, args: ['--lock', '2s'] }),
+      await flock.startReplica({ name: 't2', schedules: file, args: ['--lock', '2s'] }),
+    ];
+    await until(() => ticks(tickFile).length >= 5, 20_000, 'ticks');
+    const first = ticks(tickFile)[0]!;
+    expect(first.token).toBe(1);
+    const claimant = replicas.find((r) => r.name === first.replica)!;
+    const other = replicas.find((r) => r !== claimant)!;
+    expect(first.pid).not.toBe(claimant.pid);
+    claimant.signal('SIGSTOP');
+    const stoppedAt = Date.now();
+    await until(() => ticks(tickFile).some((t) => t.token === 2), 15_000, 're-claim by the other replica');
+    // The job process is gone (a zombie at most: its stopped parent cannot reap it) before the replica resumes.
+    await until(() => !running(first.pid), 5_000, 'the stale job process ends');
+    expect(running(first.pid)).toBe(false);
+    await sleep(1000);
+    const stale = ticks(tickFile).filter((t) => t.token === 1);
+    const fresh = ticks(tickFile).filter((t) => t.token === 2);
+    const lastStale = Math.max(...stale.map((t) => t.at));
+    const firstFresh = Math.min(...fresh.map((t) => t.at));
+    expect(fresh.every((t) => t.replica === other.name)).toBe(true);
+    // Never two live attempts: the stale token's last write comes before the new token's first.
+    expect(lastStale).toBeLessThan(firstFresh);
+    // …and no later than the lease end: the last renewal was sent before the SIGSTOP, so the lease ends by
+    // stoppedAt + lockMs. Margin 150 ms: the test's own reading of the clock around the signal, and file writes.
+    expect(lastStale).toBeLessThanOrEqual(stoppedAt + lockMs + 150);
+    const contAt = Date.now();
+    claimant.signal('SIGCONT');
+    await claimant.waitForLog((l) => l.msg === 'claim lost; run aborted' || String(l.msg).startsWith('completion refused'), 10_000, 'the resumed replica gives the claim up');
+    await until(async () => (await flock.runs('tick'))[0]?.state === 'succeeded', 20_000, 'the re-claimed attempt succeeds');
+    await sleep(500);
+    expect(ticks(tickFile).filter((t) => t.token === 1 && t.at > contAt)).toEqual([]);
+    const recs = await flock.runs('tick');
+    expect(recs).toHaveLength(1);
+    expect(recs[0]).toMatchObject({ state: 'succeeded', fencingToken: 2, attempt: 2, replica: other.name });
+    // The resumed replica recorded nothing of its own: no 'run finished' from it.
+    expect(claimant.lines.filter((l) => l.msg === 'run finished')).toEqual([]);
+  });
+
+  it('an alive replica whose Redis is paused (SIGSTOP) for less than the lease keeps its job process running, and the run succeeds', async () => {
+    // The heartbeat case: the replica answers, so its job's process leaves the lease deadlines to it, even past the
+    // point where a process without heartbeats fires its signal (lease end − margin − grace).
+    flock = await Flock.start();
+    const events = join(flock.dir, 'events.jsonl');
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
+    const file = flock.writeSchedules(`schedules:
+  - { name: long, cron: "${cronAt(dueMs)}", job: { kind: module, path: ${SLOW}, params: { ms: 16000, events: ${events} } } }
+`);
+    // lock 9 s: renewals every 3 s; margin 500 ms, grace 1.8 s (leaseMargins), so a process without heartbeats fires
+    // the signal 6.7 s after the last renewal and ends itself at 8.5 s.
+    await flock.startReplica({ name: 'p1', schedules: file, args: ['--lock', '9s'] });
+    await until(() => readEvents(events).some((e) => e.event === 'start'), 20_000, 'the run starts');
+    // Pause Redis right after a renewal (the record's leaseUntil moves), so the pause's position in the lease is known.
+    const rec = new Keyspace().occurrence(`long@${new Date(dueMs).toISOString()}`);
+    const lease0 = await flock.redisClient.hget(rec, 'leaseUntil');
+    await until(async () => (await flock.redisClient.hget(rec, 'leaseUntil')) !== lease0, 10_000, 'a renewal');
+    const redisPid = flock.redis.pid!;
+    process.kill(redisPid, 'SIGSTOP');
+    const pausedAt = Date.now();
+    try {
+      await sleep(7500); // past 6.7 s (the signal without heartbeats), before 8.5 s (the kill), under the 9 s lease
+    } finally {
+      process.kill(redisPid, 'SIGCONT');
+    }
+    const resumedAt = Date.now();
+    expect(resumedAt - pausedAt).toBeLessThan(8300);
+    await until(async () => ['succeeded', 'failed'].includes((await flock.runs('long'))[0]?.state ?? ''), 30_000, 'the run ends');
+    const [run] = await flock.runs('long');
+    expect(run).toMatchObject({ state: 'succeeded', fencingToken: 1, attempt: 1 });
+    const evs = readEvents(events);
+    expect(evs.filter((e) => e.event === 'abort')).toEqual([]); // its signal never fired
+    expect(evs.filter((e) => e.event === 'start')).toHaveLength(1);
+    expect(evs.filter((e) => e.event === 'end')).toHaveLength(1);
+  });
+
+  it('an attempt\'s process ends when its replica is killed', async () => {
     flock = await Flock.start();
     const tickFile = join(flock.dir, 'ticks');
     const file = flock.writeSchedules(`schedules:
@@ -146,15 +244,6 @@ describe('module jobs in real processes', () => {
     await until(() => ticks(tickFile).length >= 5, 20_000, 'ticks');
     const jobPid = ticks(tickFile)[0]!.pid;
     expect(jobPid).not.toBe(r.pid);
-    r.signal('SIGSTOP');
-    const stoppedAt = Date.now();
-    await sleep(3000);
-    const contAt = Date.now();
-    r.signal('SIGCONT');
-    // The job noticed within its watchdog's period (100 ms) and stopped with the replica.
-    const during = ticks(tickFile).filter((t) => t.at > stoppedAt + 400 && t.at < contAt);
-    expect(during).toEqual([]);
-    await until(() => ticks(tickFile).some((t) => t.at > contAt), 5_000, 'ticks after SIGCONT');
     r.signal('SIGKILL');
     const killedAt = Date.now();
     await r.exited;

@@ -34,13 +34,25 @@ describe('Redis restart', () => {
 `);
     for (const n of ['r1', 'r2']) await flock.startReplica({ name: n, schedules: file, args: ['--lock', '6s'] });
     await until(() => readEvents(events).some((e) => e.event === 'start'), 20_000, 'long run start');
-    await sleep(1000);
+    // The outage starts 1.5 s after a renewal of the long run's claim (its record's leaseUntil moves), so that it
+    // ends (~4.3 s after that renewal, under the 6 s lease) past the point where the job's process would fire its
+    // signal if it did not hear from its replica (lease end − margin − grace = 4.3 s, module-sandbox.ts): the
+    // replica answers throughout, so the process must leave the lease to it.
+    const rec = new Keyspace().occurrence(`long@${new Date(longDue).toISOString()}`);
+    flock.redisClient.on('error', () => undefined); // it reconnects after the restart; refused connects meanwhile are expected
+    const lease0 = await flock.redisClient.hget(rec, 'leaseUntil');
+    await until(async () => (await flock.redisClient.hget(rec, 'leaseUntil')) !== lease0, 10_000, 'a renewal');
+    const renewedAt = Date.now();
+    await sleep(1500);
     const downAt = Date.now();
+    const lease1 = await flock.redisClient.hget(rec, 'leaseUntil');
     await flock.redis.stop('SIGTERM'); // graceful: the AOF is flushed
     await sleep(2500);
     await flock.redis.restart();
     const backAt = Date.now();
-    await sleep(10_000);
+    await until(async () => (await flock.redisClient.hget(rec, 'leaseUntil')) !== lease1, 6_000, 'the renewal after the outage');
+    console.log(`outage ${downAt - renewedAt}..${backAt - renewedAt} ms after a renewal; renewed again at ${Date.now() - renewedAt} ms (lease 6000 ms)`);
+    await sleep(10_000 - (Date.now() - backAt));
 
     // Nothing ran twice.
     const dup = [...flock.receiver.countByOccurrence()].filter(([, n]) => n > 1);
