@@ -132,15 +132,16 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
   }
+  // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
+  const nonJson = nonJsonValues(def);
+  if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
   // An own `__proto__` key (JSON.parse makes one) would vanish in canonicalJson's copy, and what it holds with
-  // it: refused as the file loader refuses it (yaml-position.ts), wherever it is.
+  // it: refused as the file loader refuses it (yaml-position.ts), wherever it is. After the check above, which
+  // refuses cycles (the walk below would not end).
   const protoKeys = protoKeyPaths(def, '');
   if (protoKeys.length > 0) {
     return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
   }
-  // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
-  const nonJson = nonJsonValues(def);
-  if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
