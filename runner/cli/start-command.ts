@@ -16,7 +16,7 @@
  * run events ({@link RunMessage}) to the parent, and stops when the parent goes away.
  */
 import type { Command } from 'commander';
-import type { LoadResult } from '../config/load.js';
+import type { CompiledSchedule, LoadResult } from '../config/load.js';
 import { compileOptions, OptionsError, type RunnerOptions } from '../engine/options.js';
 import { EngineEvents, type RunEvent } from '../engine/events.js';
 import { Replica, ReplicaStartAborted } from '../engine/replica.js';
@@ -179,21 +179,26 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       { redis: redactRedisUrl(target.url), schedules: schedules.length, names: schedules.slice(0, 20).map((s) => s.name), lockMs: options.lockMs },
       `replica starting with ${schedules.length} schedules (lock ${d(options.lockMs)})`,
     );
-    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing });
-    // The third source, the stored schedules (runner/sources/stored.ts): read in full once the replica runs (it
-    // waits for Redis, saying why, with its admin server up), applied as one reload, then followed. A file or
-    // Schedule that defines a stored name is refused (combine.ts), as on a reload.
-    const { openStoredSchedules } = await import('../sources/stored.js');
-    const opened = await openStoredSchedules({ redisUrl: target.url, redisTls: target.tls, namespace: options.namespace, replica: options.replica, log });
-    closeStored = opened.close;
-    if (aborted.signal.aborted) return;
-    await sources.addStored(opened.stored);
-    for (const e of sources.first.fileErrors) {
-      if (first.fileErrors.some((f) => f.message === e.message)) continue;
-      process.stderr.write(`${e.format()}\n`);
-      if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
-    }
-    await replica.reload(sources.schedules());
+    // The third source, the stored schedules (runner/sources/stored.ts): read in full once Redis answers (the
+    // replica waits for it, saying why, with its admin server up) and BEFORE the replica joins, publishes, plans
+    // or claims anything, so a file or Schedule that defines a stored name is refused (combine.ts) before any of
+    // it runs; then followed.
+    let opened: Awaited<ReturnType<typeof import('../sources/stored.js').openStoredSchedules>> | undefined;
+    const resolveSchedules = async (): Promise<CompiledSchedule[]> => {
+      const { openStoredSchedules } = await import('../sources/stored.js');
+      opened = await openStoredSchedules({ redisUrl: target!.url, redisTls: target!.tls, namespace: options.namespace, replica: options.replica, log });
+      closeStored = opened.close;
+      await sources.addStored(opened.stored);
+      for (const e of sources.first.fileErrors) {
+        if (first.fileErrors.some((f) => f.message === e.message)) continue;
+        process.stderr.write(`${e.format()}\n`);
+        if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+      }
+      if (sources.first.refusedFiles.length > first.refusedFiles.length) log.warn({ refused: sources.first.refusedFiles }, 'refused files are ignored; valid files run');
+      return sources.schedules();
+    };
+    replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing, resolveSchedules });
+    if (aborted.signal.aborted || !opened) return;
     if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.applied.size }, 'no schedule path: running the stored schedules alone');
     try {
       stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard

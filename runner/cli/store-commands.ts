@@ -5,7 +5,8 @@
  *
  * `apply -f` checks the WHOLE input before it writes anything: every file loads (file:line:col errors as
  * `validate` prints them), every schedule is a valid stored definition (no `group:` or `calendar:`: those belong
- * to one file), no name is owned by another source (a schedule file or Schedule resource of a live replica), and
+ * to one file), no name is owned by another source (a schedule file or Schedule resource whose replica is live
+ * or was seen within NAME_HOLD_MS: runner/store/ownership.ts), and
  * no tenant would pass its limit. Any refusal stores nothing. Then each schedule is written (an upsert each);
  * should one still be refused by then (another writer got in between), the output says which were stored.
  */
@@ -16,10 +17,10 @@ import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import type { RedisClient } from '../redis/connect.js';
-import { redisTimeMs } from '../redis/clock.js';
 import { Keyspace } from '../redis/keys.js';
 import { checkDefinition } from '../store/definition.js';
 import { ScheduleStore, TenantLimitArgumentError, type StoredSchedule } from '../store/store.js';
+import { ownedElsewhere, ownerText } from '../store/ownership.js';
 import { positiveIntArg } from './arg-parsers.js';
 import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { reportLoad } from './start-command.js';
@@ -78,24 +79,17 @@ async function checkInput(path: string): Promise<Checked[]> {
 }
 
 /**
- * The problems writing `input` would meet now: names a live replica runs from a file or Schedule resource, and
+ * The problems writing `input` would meet now: names a file or Schedule resource owns (runner/store/ownership.ts:
+ * its replica live, or seen within NAME_HOLD_MS), and
  * tenants the input would take past their limit. Empty: go ahead.
  */
 async function conflictsOf(redis: RedisClient, keys: Keyspace, store: ScheduleStore, input: readonly Checked[]): Promise<string[]> {
   const problems: string[] = [];
   const names = input.map((c) => c.name);
-  const [published, stored, nowMs] = await Promise.all([
-    names.length > 0 ? redis.hmget(keys.definitions, ...names) : Promise.resolve([] as (string | null)[]),
-    store.getMany(names),
-    redisTimeMs(redis, keys),
-  ]);
-  for (const [i, c] of input.entries()) {
-    const p = published[i];
-    if (!p) continue;
-    const d = JSON.parse(p) as { source?: string; replica?: string };
-    if (!d.source || d.source.startsWith('store')) continue;
-    const expiry = Number(await redis.zscore(keys.replicas, d.replica ?? ''));
-    if (expiry > nowMs) problems.push(`${c.at}: schedule "${c.name}" is defined by ${d.source} (run by replica ${d.replica}); a name is owned by one source: rename it, or remove it there first`);
+  const [owned, stored] = await Promise.all([ownedElsewhere(redis, keys, names), store.getMany(names)]);
+  for (const c of input) {
+    const o = owned.get(c.name);
+    if (o) problems.push(`${c.at}: schedule "${c.name}" is defined by ${ownerText(o)}; a name is owned by one source: rename it, or remove it there first`);
   }
   const current = new Map<string, StoredSchedule>(stored.map((s) => [s.name, s]));
   const adding = new Map<string, number>();

@@ -23,6 +23,14 @@ import { yamlMessage } from './yaml-messages.js';
 export type Path = (string | number)[];
 
 /**
+ * The refusal of a `__proto__` key, word for word on every path (files here; stored definitions in
+ * runner/store/definition.ts, which get theirs from JSON.parse as an own key).
+ */
+export const PROTO_KEY_REASON = 'the key "__proto__" cannot be used: JavaScript gives it a special meaning, and what it holds would be dropped';
+/** The hint that goes with {@link PROTO_KEY_REASON}. */
+export const PROTO_KEY_HINT = 'remove it (no field, header or parameter can be named __proto__)';
+
+/**
  * Every `__proto__` key of the document. Parsed into a JavaScript object, such a key does not become a field: the
  * schema would drop it (and what it holds) silently, so it is refused where it is written, wherever it is.
  */
@@ -38,8 +46,8 @@ export function protoKeyErrors(doc: Document, file: string, at: (offset: number)
           file,
           ...pos,
           field: fieldPath([...pathOf(ancestors), '__proto__']),
-          reason: 'the key "__proto__" cannot be used: JavaScript gives it a special meaning, and what it holds would be dropped',
-          hint: 'remove it (no field, header or parameter can be named __proto__)',
+          reason: PROTO_KEY_REASON,
+          hint: PROTO_KEY_HINT,
         }),
       );
     },

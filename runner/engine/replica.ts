@@ -156,6 +156,12 @@ export class Replica {
     scheduleMetrics?: ScheduleMetricsMode;
     /** Traces of occurrences (runner/tracing/tracer.ts startTracing); default none. */
     tracing?: OccurrenceTracer;
+    /**
+     * Decides what to run once Redis answers, before the replica joins, publishes, plans or claims anything
+     * (`cronflock start` reads the stored schedules here: a file that defines a stored name is refused before
+     * any of it runs). Its result replaces `schedules`. Errors end the start (everything started is closed).
+     */
+    resolveSchedules?: () => Promise<readonly CompiledSchedule[]>;
   }): Promise<Replica> {
     const { options: o, log } = p;
     const keys = new Keyspace(o.namespace);
@@ -165,7 +171,7 @@ export class Replica {
     // every command behind it on its connection, and renewals must not wait for it.
     const durable = o.redisWaitReplicas > 0 ? connectCommands(p.redisUrl, `cronflock:${o.replica}:durable`, p.redisTls) : undefined;
     const clock = new RedisClock(cmd, undefined, keys.ns);
-    const names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
+    let names: ReadonlySet<string> = new Set(p.schedules.map((s) => s.name));
     /** The replica once it runs (readiness and the cache look at it). */
     let r: Replica | undefined;
     const cache = new FlockWideCache(cmd, keys, () => r?.names ?? names);
@@ -227,6 +233,11 @@ export class Replica {
     try {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
+      if (p.resolveSchedules) {
+        p = { ...p, schedules: await p.resolveSchedules() };
+        names = new Set(p.schedules.map((s) => s.name));
+        if (p.signal?.aborted) throw new ReplicaStartAborted();
+      }
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       cache.readQueues = () => laneJobCounts(lanes);
       const store = new Store(cmd, keys, durable ? { redis: durable, replicas: o.redisWaitReplicas, timeoutMs: o.redisWaitTimeoutMs, target: redactRedisUrl(p.redisUrl) } : undefined);

@@ -67,6 +67,13 @@ export class Keyspace {
   get replicaDigests(): string {
     return `${this.ns}:replicas:digest`;
   }
+  /**
+   * ZSET replica → its latest heartbeat (Redis time, ms), kept a day after it stopped: how long ago a publisher of
+   * a file's or Schedule's names was last seen (names stay owned for NAME_HOLD_MS: runner/store/ownership.ts).
+   */
+  get replicasSeen(): string {
+    return `${this.ns}:replicas:seen`;
+  }
   /** HASH replica → what it says about itself for the dashboard (runner/api/replica-info.ts). */
   get replicaInfo(): string {
     return `${this.ns}:replicas:info`;

@@ -68,7 +68,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       },
       returns: [key, '', '|'],
     },
-    heartbeat: { keys: [k.replicas, k.replicaDigests], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
+    heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
     claim: { keys: claimKeys, argv: claimArgv, returns: ['claimed', 1, 1, anyNumber, anyNumber] },
     'enqueue-manual': {
       keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
@@ -122,6 +122,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: 1,
     },
     'definitions-changes': { keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog], argv: [0, 100], returns: ['changes', '0'] },
+    'owned-names': { keys: [k.definitions, k.replicas, k.replicasSeen], argv: [600_000, 's'], returns: [] },
     'is-live-member': { before: () => redis.zadd(k.replicas, now + 60_000, 'a'), keys: [k.replicas], argv: ['a'], returns: 1 },
     time: { keys: [k.ns], argv: [], returns: [expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/)] },
     'job-lock-acquire': { keys: [k.jobLock('l'), k.jobFence('l')], argv: ['owner', 2000], returns: [1, anyNumber] },
@@ -151,12 +152,12 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: 1,
     },
     'store-upsert': {
-      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`],
-      argv: { name: 's', def: '{"name":"s"}', tenant: 'acme', ifVersion: 0, by: 'test', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000 },
+      keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`, k.replicasSeen],
+      argv: { name: 's', def: '{"name":"s"}', tenant: 'acme', ifVersion: 0, by: 'test', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000, holdMs: 600000 },
       returns: ['ok', 1, 1, expect.stringMatching(/^\d+-\d+$/)],
     },
     'store-remove': {
-      before: () => run('store-upsert', [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`], { name: 's', def: '{}', tenant: 't', ifVersion: -1, by: 't', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000 }),
+      before: () => run('store-upsert', [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, `${k.ns}:audit`, k.replicasSeen], { name: 's', def: '{}', tenant: 't', ifVersion: -1, by: 't', via: 'library', reason: '', maxLen: 1000, auditMaxLen: 1000, holdMs: 600000 }),
       keys: [k.storedSchedule('s'), k.storeIndex, k.storeVersion, k.storeChanges, k.storeTenantCounts, k.storeTenantIndex, `${k.ns}:audit`],
       argv: { name: 's', ifVersion: -1, by: 't', via: 'cli', reason: '', maxLen: 1000, auditMaxLen: 1000 },
       returns: ['ok', 2, expect.stringMatching(/^\d+-\d+$/)],
@@ -250,9 +251,9 @@ describe('the script loader', () => {
   it('defines each script once per connection and refuses a call with the wrong number of keys', async () => {
     const scripts = Scripts.on(redis);
     expect(Scripts.on(redis)).toBe(scripts);
-    await scripts.run('heartbeat', [k.replicas, k.replicaDigests], ['a', 'd', 1000]);
+    await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen], ['a', 'd', 1000]);
     expect(typeof (redis as unknown as Record<string, unknown>).cronflockHeartbeat).toBe('function');
-    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 2 keys, got 1');
+    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 3 keys, got 1');
   });
 
   it("refuses packed arguments whose fields are not the header's, and a list for a packed script (or the reverse)", () => {

@@ -63,6 +63,7 @@ export const SCRIPT_NAMES = [
   'outbox-tick',
   'store-upsert',
   'store-remove',
+  'owned-names',
 ] as const;
 
 /** The name of a script: its file name without `.lua`. */

@@ -511,11 +511,12 @@ export class Store {
 
   /**
    * Membership heartbeat: (re)registers `replica` with its definitions `digest` until `ttlMs` from now on the
-   * Redis clock, drops members whose registration expired, and returns the live members (this one included).
+   * Redis clock (and notes when it was last seen), drops members whose registration expired, and returns the
+   * live members (this one included).
    */
   async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
     const k = this.keys;
-    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests], [replica, digest, ttlMs])) as string[];
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen], [replica, digest, ttlMs])) as string[];
     const res = [];
     for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
     return res;

@@ -13,9 +13,13 @@
  *   (bad input never stops what works, and a newcomer cannot take a running schedule's name over). A deleted
  *   Schedule stops.
  * - A name is owned by one source: a file or Schedule that defines a stored schedule's name is refused (naming
- *   the store and the version); a running one keeps its running version by the rule above, and then the stored
- *   schedule of that name is what is refused on this replica (runner/sources/sources.ts). The store itself
- *   refuses an upsert of a name a live replica runs from a file or Schedule (lua/store-upsert.lua).
+ *   the store and the version) before any of it runs; a running one keeps its running version by the rule above,
+ *   and then the stored schedule of that name is what is refused on this replica (runner/sources/sources.ts).
+ *   The store itself refuses an upsert of a name a file or Schedule owns (its replica live or seen within
+ *   NAME_HOLD_MS: runner/store/ownership.ts, lua/store-upsert.lua). Should a stored schedule get such a name
+ *   anyway (an older replica in a rollout, every publisher gone longer than that), the older owner keeps it:
+ *   a name the published definitions show owned by a file or Schedule (`ownedByDefiners`) does not refuse the
+ *   file or Schedule; the stored schedule of that name is refused on this replica, by name, and logged.
  */
 import { ConfigError } from '../config/errors.js';
 import type { CompiledSchedule, LoadResult } from '../config/load.js';
@@ -53,6 +57,11 @@ export interface Combined {
   refusedFiles: string[];
   /** One verdict per Schedule object. */
   cluster: ClusterVerdict[];
+  /**
+   * Names whose file or Schedule is refused because the store holds the name: removing the stored schedule
+   * makes the replica compose again (sources.ts `applyStored`), so the refused definition starts.
+   */
+  storeClashes: string[];
 }
 
 type Definer =
@@ -72,6 +81,12 @@ export function combineSources(input: {
   running: readonly SourcedSchedule[];
   /** The stored schedules' names and versions (runner/store/); absent: none. */
   stored?: ReadonlyMap<string, number>;
+  /**
+   * Stored names that a schedule file or Schedule owns nonetheless (published by a replica live or seen within
+   * NAME_HOLD_MS: runner/store/ownership.ts): the older owner keeps the name, so a file or Schedule that defines
+   * one is not refused for it (the stored schedule of that name is refused on this replica instead).
+   */
+  ownedByDefiners?: ReadonlySet<string>;
 }): Combined {
   const files: LoadResult = input.files ?? { schedules: [], errors: [], files: [], warnings: [] };
   const byName = new Map<string, Definer[]>();
@@ -107,9 +122,12 @@ export function combineSources(input: {
   }
 
   const stored = input.stored ?? new Map<string, number>();
+  const storeClashes = new Set<string>();
   const storedWhere = (name: string): string => `the schedule store (stored schedule "${name}", version ${stored.get(name)})`;
+  const kept = input.ownedByDefiners ?? new Set<string>();
   for (const s of files.schedules) {
-    if (!stored.has(s.name)) continue;
+    if (!stored.has(s.name) || kept.has(s.name)) continue;
+    storeClashes.add(s.name);
     refusedFiles.add(s.source.file);
     fileErrors.push(
       new ConfigError({
@@ -124,7 +142,8 @@ export function combineSources(input: {
     );
   }
   for (const l of input.cluster) {
-    if (!stored.has(l.name)) continue;
+    if (!stored.has(l.name) || kept.has(l.name)) continue;
+    storeClashes.add(l.name);
     const key = refKey(l.ref);
     conflicts.set(key, [...(conflicts.get(key) ?? []), `metadata.name: name "${l.name}" is also defined in ${storedWhere(l.name)}; a name is owned by one source, so this Schedule is refused`]);
   }
@@ -168,5 +187,5 @@ export function combineSources(input: {
     }
   }
   fileErrors.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line || a.col - b.col));
-  return { runs, fileErrors, fileWarnings: files.warnings, refusedFiles: [...refusedFiles].sort(), cluster: verdicts };
+  return { runs, fileErrors, fileWarnings: files.warnings, refusedFiles: [...refusedFiles].sort(), cluster: verdicts, storeClashes: [...storeClashes].sort() };
 }

@@ -18,6 +18,7 @@ import type { ScheduleSource } from '../kubernetes/source.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
 import { watchSchedules } from './watch.js';
 import type { StoredSchedules } from './stored.js';
+import { ownerText, type NameOwner } from '../store/ownership.js';
 import type { CompiledSchedule } from '../config/load.js';
 
 /** Options of {@link ScheduleSources}. */
@@ -56,7 +57,16 @@ export class ScheduleSources {
     const files = this.options.path !== undefined ? await loadSchedules(this.options.path) : undefined;
     const cluster = this.options.cluster ? await this.options.cluster.load() : [];
     const stored = this.options.stored ? new Map([...this.options.stored.applied].map(([n, a]) => [n, a.version])) : undefined;
-    const c = combineSources({ ...(files ? { files } : {}), cluster, running: this.running, ...(stored ? { stored } : {}) });
+    // A name both a file (or Schedule) and the store define: the older owner keeps it (runner/store/ownership.ts).
+    const clashes = stored ? [...(files?.schedules ?? []).map((s) => s.name), ...cluster.map((l) => l.name)].filter((n) => stored.has(n)) : [];
+    const owned = clashes.length > 0 ? await this.options.stored!.ownedElsewhere(clashes) : undefined;
+    for (const [name, o] of owned ?? []) {
+      this.options.log.error(
+        { schedule: name, owner: o.source, ownerReplica: o.replica, version: stored!.get(name) },
+        `stored schedule "${name}" (version ${stored!.get(name)}) refused on this replica: the name is owned by ${ownerText(o)}, which had it first; its other schedules are not affected (remove the stored one, or the name from the file, to settle it)`,
+      );
+    }
+    const c = combineSources({ ...(files ? { files } : {}), cluster, running: this.running, ...(stored ? { stored } : {}), ...(owned ? { ownedByDefiners: new Set(owned.keys()) } : {}) });
     if (!this.options.cluster && this.options.path !== undefined && c.runs.length === 0 && this.running.length > 0) {
       this.options.log.error('reload found no valid schedules; keeping the running ones');
       return { ...c, runs: this.running };
@@ -97,15 +107,32 @@ export class ScheduleSources {
   applyStored(replica: Replica, upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     this.reloading = this.reloading.then(async () => {
       const owned = new Map(this.running.map((r) => [r.schedule.name, r.schedule]));
-      const up = upserted.filter((s) => {
+      let up = upserted.filter((s) => {
         const other = owned.get(s.name);
         if (other) this.refuseStored(s.name, other);
         return !other;
       });
+      // A name another replica's file or Schedule owns (a clash that got into the store anyway): the older owner
+      // keeps it; the stored schedule is refused here by name rather than taking the name over.
+      const elsewhere = await (this.options.stored?.ownedElsewhere(up.map((s) => s.name)) ?? Promise.resolve(new Map<string, NameOwner>()));
+      if (elsewhere.size > 0) {
+        for (const [name, o] of elsewhere) {
+          this.options.log.error({ schedule: name, owner: o.source, ownerReplica: o.replica }, `stored schedule "${name}" refused on this replica: the name is owned by ${ownerText(o)}, which had it first (remove the stored one, or the name from the file, to settle it)`);
+        }
+        up = up.filter((s) => !elsewhere.has(s.name));
+      }
       const rm = removed.filter((n) => this.storedRunning.has(n));
       await replica.applyChanges(up, rm);
       for (const n of rm) this.storedRunning.delete(n);
       for (const s of up) this.storedRunning.add(s.name);
+      // A file or Schedule refused because the store held one of its names may run now that the stored schedule
+      // is gone: compose again (after the stored source has dropped the name: StoredSchedules updates what it
+      // applied once this returns, so the reload is queued behind it).
+      const freed = removed.filter((n) => this.latest?.storeClashes.includes(n) === true);
+      if (freed.length > 0) {
+        this.options.log.info({ schedules: freed }, `stored schedule${freed.length > 1 ? 's' : ''} ${freed.map((n) => `"${n}"`).join(', ')} removed: re-checking the definitions refused for ${freed.length > 1 ? 'those names' : 'that name'}`);
+        setImmediate(() => void this.reload(replica, 'stored schedule removed'));
+      }
     });
     const p = this.reloading;
     this.reloading = p.catch((err: Error) => this.options.log.error({ err: err.message }, 'applying stored schedule changes failed'));

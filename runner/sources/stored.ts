@@ -10,6 +10,8 @@
  *   time, a removed one stops after its running occurrence).
  * - A trimmed stream (the reader fell further behind than the stream keeps) falls back to a full read, applied
  *   as the difference from what runs.
+ * - A stored name that a schedule file or Schedule owns (runner/store/ownership.ts) is refused here by name and
+ *   logged: the older owner keeps it (the store refuses such names; this covers a clash that got in anyway).
  * - A stored definition this replica cannot compile (e.g. a job kind it does not know yet: an older replica in a
  *   rollout) is logged and left out; the replicas that know it run it.
  */
@@ -18,6 +20,7 @@ import type { CompiledSchedule } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { checkDefinition } from '../store/definition.js';
 import { ScheduleStore, type StoredSchedule } from '../store/store.js';
+import { ownedElsewhere, ownerText, type NameOwner } from '../store/ownership.js';
 import { connectWorker, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { sleep } from '../time/wait.js';
@@ -61,9 +64,23 @@ export class StoredSchedules {
   async load(): Promise<CompiledSchedule[]> {
     this.lastId = await this.store.lastChangeId();
     const all = await this.store.all();
+    // A stored name a schedule file or Schedule owns (a clash that got into the store anyway: an older replica in
+    // a rollout, an owner back after longer than the hold): the older owner keeps it, so it is left out here.
+    const owned = await this.ownedElsewhere(all.map((x) => x.name));
+    for (const [name, o] of owned) {
+      this.log.error({ schedule: name, owner: o.source, ownerReplica: o.replica }, `stored schedule "${name}" refused on this replica: the name is owned by ${ownerText(o)}, which had it first (remove the stored one, or the name from the file, to settle it)`);
+    }
     this.applied.clear();
-    for (const c of await this.compileAll(all)) this.applied.set(c.schedule.name, c);
+    for (const c of await this.compileAll(all.filter((x) => !owned.has(x.name)))) this.applied.set(c.schedule.name, c);
     return this.schedules();
+  }
+
+  /**
+   * Which of `names` a schedule file or Schedule resource owns (runner/store/ownership.ts: published by a replica
+   * that is live or was seen within NAME_HOLD_MS). Throws Redis errors.
+   */
+  ownedElsewhere(names: readonly string[]): Promise<Map<string, NameOwner>> {
+    return names.length === 0 ? Promise.resolve(new Map()) : ownedElsewhere(this.store.redis, this.store.keys, names);
   }
 
   /** The stored schedules applied now. */

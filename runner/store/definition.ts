@@ -11,6 +11,7 @@
 import { canonicalJson } from '../text/canonical-json.js';
 import { parseScheduleText, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
 import type { ConfigErrorCode } from '../config/errors.js';
+import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
 import type { ScheduleFileInput } from '../config/schema.js';
 
 /** A schedule's definition as written: one entry of a schedule file's `schedules:` list (durations as text). */
@@ -134,6 +135,13 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
   // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
   const nonJson = nonJsonValues(def);
   if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
+  // An own `__proto__` key (JSON.parse makes one) would vanish in canonicalJson's copy, and what it holds with
+  // it: refused as the file loader refuses it (yaml-position.ts), wherever it is. After the check above, which
+  // refuses cycles (the walk below would not end).
+  const protoKeys = protoKeyPaths(def, '');
+  if (protoKeys.length > 0) {
+    return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
+  }
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
@@ -155,4 +163,17 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
   }
   const s = r.schedules[0]!;
   return { ok: true, schedule: { ...s, source: STORE_SOURCE }, json };
+}
+
+/** The dotted paths (`job.headers.__proto__`, `list[0].__proto__`) of every own `__proto__` key in `value`. */
+function protoKeyPaths(value: unknown, at: string): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, `${at}[${i}]`));
+  const out: string[] = [];
+  for (const k of Object.keys(value)) {
+    const field = at ? `${at}.${k}` : k;
+    if (k === '__proto__') out.push(field);
+    else out.push(...protoKeyPaths((value as Record<string, unknown>)[k], field));
+  }
+  return out;
 }

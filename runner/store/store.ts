@@ -29,6 +29,7 @@ import type { Keyspace } from '../redis/keys.js';
 import { Scripts } from '../redis/script-loader.js';
 import { tenantSchema } from '../config/schema.js';
 import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, tooLargeProblem, type ScheduleDefinition } from './definition.js';
+import { NAME_HOLD_MS, ownerText } from './ownership.js';
 
 /** About how many entries the change stream keeps (XADD MAXLEN ~): a replica further behind reads everything. */
 export const CHANGES_MAX_LEN = 100_000;
@@ -149,7 +150,10 @@ export class VersionConflictError extends Error {
   }
 }
 
-/** A refusal of an upsert whose name a live replica runs from another source (a schedule file or a Schedule). */
+/**
+ * A refusal of an upsert whose name another source owns: a schedule file or a Schedule published by a replica
+ * that is live or was seen within NAME_HOLD_MS (runner/store/ownership.ts).
+ */
 export class NameOwnedError extends Error {
   readonly code = 'NAME_OWNED';
   constructor(
@@ -157,8 +161,10 @@ export class NameOwnedError extends Error {
     /** The other source as the replica publishes it: `file:line`, or `Schedule <namespace>/<name>`. */
     readonly source: string,
     readonly replica: string,
+    /** How long ago that replica was last seen (ms); null: it is a live member. */
+    readonly lastSeenAgoMs: number | null = null,
   ) {
-    super(`schedule "${schedule}" is defined by ${source} (run by replica ${replica}); a name is owned by one source: rename it, or remove it there first`);
+    super(`schedule "${schedule}" is defined by ${ownerText({ source, replica, lastSeenAgoMs })}; a name is owned by one source: rename it, or remove it there first`);
     this.name = 'NameOwnedError';
   }
 }
@@ -208,7 +214,8 @@ export class ScheduleStore {
 
   /**
    * Validates `def` (a schedule file's entry) and writes it, unless `ifVersion` does not match (0: only if it
-   * does not exist), a live replica runs its name from a file or Schedule resource, or its tenant is at its
+   * does not exist), a file or Schedule resource owns its name (ownership.ts: its replica live or seen within
+   * NAME_HOLD_MS), or its tenant is at its
    * limit. Recorded in the audit log with `o.by`, `o.via` and the version. Refusals are values; throws only for
    * Redis errors.
    */
@@ -228,16 +235,17 @@ export class ScheduleStore {
     const k = this.keys;
     const r = (await Scripts.on(this.redis).run(
       'store-upsert',
-      [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, new HistoryKeys(k).audit],
+      [k.storedSchedule(name), k.storeIndex, k.storeVersion, k.storeChanges, k.definitions, k.replicas, k.storeTenantCounts, k.storeTenantIndex, k.storeTenantLimits, new HistoryKeys(k).audit, k.replicasSeen],
       {
         name,
         def: json,
         tenant,
+        holdMs: NAME_HOLD_MS,
         ...this.changeArgs(o),
       },
     )) as [string, number | string, number | string, string?];
     if (r[0] === 'conflict') return { ok: false, error: new VersionConflictError(name, o.ifVersion ?? -1, Number(r[1])) };
-    if (r[0] === 'clash') return { ok: false, error: new NameOwnedError(name, String(r[1]), String(r[2])) };
+    if (r[0] === 'clash') return { ok: false, error: new NameOwnedError(name, String(r[1]), String(r[2]), Number(r[3]) < 0 ? null : Number(r[3])) };
     if (r[0] === 'limit') return { ok: false, error: new TenantLimitError(name, String(r[1]), Number(r[2]), Number(r[3])) };
     return { ok: true, name, version: Number(r[1]), changed: Number(r[2]) === 1, auditId: r[3] ? r[3] : null };
   }

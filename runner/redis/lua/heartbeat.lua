@@ -7,6 +7,8 @@
 
   KEYS[1] members (ZSET, score: expiry ms)
   KEYS[2] digests (HASH replica → definitions digest)
+  KEYS[3] last seen (ZSET replica → its latest heartbeat, Redis ms; entries a day old dropped): how long ago a
+          publisher of a file's names was here (names stay owned a while after: runner/store/ownership.ts)
   ARGV[1] replica
   ARGV[2] digest
   ARGV[3] ttlMs
@@ -16,6 +18,8 @@
 
 rcall('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 rcall('HSET', KEYS[2], ARGV[1], ARGV[2])
+rcall('ZADD', KEYS[3], now, ARGV[1])
+rcall('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 86400000)
 for _, gone in ipairs(rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
   rcall('ZREM', KEYS[1], gone)
   rcall('HDEL', KEYS[2], gone)

@@ -1,7 +1,8 @@
 --[[
-  store-upsert: write one stored schedule (runner/store/store.ts) unless its compare-and-set fails, a live
-  replica runs that name from another source (a schedule file or a Schedule resource: names are owned by one
-  source), or its tenant is at its limit of stored schedules. A definition equal to the stored one changes
+  store-upsert: write one stored schedule (runner/store/store.ts) unless its compare-and-set fails, another
+  source owns the name (a schedule file or a Schedule resource published by a replica that is live, or was
+  last seen less than holdMs ago: a paused or restarting replica keeps its names; runner/store/ownership.ts),
+  or its tenant is at its limit of stored schedules. A definition equal to the stored one changes
   nothing. Otherwise the schedule takes the flock's next version, its tenant's count and the tenant index follow
   (a schedule moved to another tenant leaves the old one's count), the change is appended to the change stream
   (capped), which replicas follow, and to the audit log (who, via, version), all in this one script: the limit
@@ -17,6 +18,7 @@
   KEYS[8] tenant index (ZSET of "<tenant>\0<name>", all scored 0)
   KEYS[9] tenant limits (HASH tenant → most stored schedules; "*": every tenant without its own)
   KEYS[10] audit log (STREAM)
+  KEYS[11] replicas last seen (ZSET replica → its latest heartbeat, Redis ms)
   ARGV[1] packed:
     name          the schedule name
     def           its definition (JSON)
@@ -27,8 +29,9 @@
     reason        why, for the audit log
     maxLen        about how many entries the change stream keeps
     auditMaxLen   about how many entries the audit log keeps
+    holdMs        how long after its publisher was last seen a file's or Schedule's name stays owned
   Returns: {'ok', version, changed (0|1), audit id ('' when unchanged)} | {'conflict', current version (0: none)}
-    | {'clash', source, replica} | {'limit', tenant, its limit, its count}.
+    | {'clash', source, replica, ms since it was last seen (-1: live)} | {'limit', tenant, its limit, its count}.
 ]]
 -- @include "includes/now.lua"
 
@@ -42,7 +45,9 @@ if published then
   local src = p.source or ''
   if src ~= 'store' then
     local expiry = tonumber(rcall('ZSCORE', KEYS[6], p.replica or ''))
-    if expiry and expiry > now then return {'clash', src, p.replica or ''} end
+    if expiry and expiry > now then return {'clash', src, p.replica or '', -1} end
+    local seen = tonumber(rcall('ZSCORE', KEYS[11], p.replica or ''))
+    if seen and now - seen < args.holdMs then return {'clash', src, p.replica or '', now - seen} end
   end
 end
 if cur[2] == args.def then return {'ok', curVersion, 0, ''} end
