@@ -41,8 +41,9 @@ export interface RunnerOptions {
    */
   concurrency: number;
   /**
-   * Most occurrences of one fire-time slot per live-lane BullMQ job (enqueue.ts batches). 1: one job per
-   * occurrence. A batch's runs take live slots of `concurrency` each; its occurrences are claimed one by one.
+   * Most occurrences of one fire-time slot per live-lane BullMQ job (enqueue.ts batches); default 50 (what BullMQ
+   * costs per job is paid once per batch). 1: one job per occurrence. A batch's runs take live slots of
+   * `concurrency` each; its occurrences are claimed one by one.
    */
   batchSize: number;
   /**
@@ -78,7 +79,7 @@ export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
   horizonMs: 3_600_000,
   retentionMs: 86_400_000,
   concurrency: 200,
-  batchSize: 1,
+  batchSize: 50,
   backlogConcurrency: 10,
   backfillConcurrency: 2,
   shutdownGraceMs: 10_000,

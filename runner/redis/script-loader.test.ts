@@ -45,10 +45,15 @@ const anyNumber = expect.any(Number);
 /** Every script's contract, with one call that succeeds. `now` is the Redis clock at the start of the call. */
 function contracts(now: number): Record<ScriptName, Contract> {
   const key = `s@${new Date(now).toISOString()}`;
-  const claimKeys = [k.occurrence(key), k.pending, k.runs('s'), k.schedules, k.active('s'), k.suspended, k.backfillQueue('s')];
+  const claimKeys = [k.pending, k.schedules, k.suspended];
   const claimArgv = {
-    replica: 'a', lockMs: 5000, horizonMs: 60_000, retentionMs: 120_000, schedule: 's', dueMs: now, fireMs: now, key,
-    startingDeadlineMs: -1, earlyToleranceMs: 0, maxStalls: 2, origin: 'schedule', concurrencyPolicy: 'Allow', maxConcurrent: -1, gates: [],
+    items: [
+      {
+        occKey: k.occurrence(key), runsKey: k.runs('s'), activeKey: k.active('s'), backfillKey: k.backfillQueue('s'),
+        replica: 'a', lockMs: 5000, horizonMs: 60_000, retentionMs: 120_000, schedule: 's', dueMs: now, fireMs: now, key,
+        startingDeadlineMs: -1, earlyToleranceMs: 0, maxStalls: 2, origin: 'schedule', concurrencyPolicy: 'Allow', maxConcurrent: -1, gates: [],
+      },
+    ],
   };
   const manual = { schedule: 's', key, dueMs: now, origin: 'manual', by: 'cli', retentionMs: 120_000 };
   const claimed = (): Promise<unknown> => run('claim', claimKeys, claimArgv);
@@ -69,7 +74,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: [key, '', '|'],
     },
     heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
-    claim: { keys: claimKeys, argv: claimArgv, returns: ['claimed', 1, 1, anyNumber, anyNumber] },
+    claim: { keys: claimKeys, argv: claimArgv, returns: [['claimed', 1, 1, anyNumber, anyNumber]] },
     'enqueue-manual': {
       keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
       argv: manual,
@@ -78,12 +83,17 @@ function contracts(now: number): Record<ScriptName, Contract> {
     renew: { before: claimed, keys: [k.occurrence(key)], argv: [1, 5000, 120_000, key], returns: [anyNumber, ''] },
     finish: {
       before: claimed,
-      keys: [k.occurrence(key), k.pending, k.lastSuccess],
+      keys: [k.pending, k.lastSuccess],
       argv: {
-        token: 1, state: 'succeeded', reason: '', error: '', result: '{"ok":true}', retentionMs: 120_000, key, retries: 0,
-        retryBackoffMs: 1000, retryBackoffMaxMs: 300_000, jitter: 0.5, lockMs: 5000,
+        occPrefix: k.occurrencePrefix,
+        items: [
+          {
+            token: 1, state: 'succeeded', reason: '', error: '', result: '{"ok":true}', retentionMs: 120_000, key, retries: 0,
+            retryBackoffMs: 1000, retryBackoffMaxMs: 300_000, jitter: 0.5, lockMs: 5000,
+          },
+        ],
       },
-      returns: [1, 0],
+      returns: [[1, 0]],
     },
     release: { before: claimed, keys: [k.occurrence(key)], argv: [1, 'handed over', key, 5000], returns: 1 },
     sweep: {

@@ -150,6 +150,27 @@ describe('claim', () => {
     expect(await record(key)).toMatchObject({ state: 'running', replica: 'b', stalls: 1, fencingToken: 2 });
   });
 
+  it('claims asked together go in one call, each decided on its own: one live claimant per occurrence, tokens per occurrence', async () => {
+    const now = await redisNow();
+    const [k1, k2] = [occurrenceKey('c1', now), occurrenceKey('c2', now)];
+    await store.claim(req(occurrenceKey('none', now - 70_000), now - 70_000, now - 70_000)); // the script is loaded
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    const out = await Promise.all([
+      store.claim(req(k1, now, now, { schedule: 'c1' })),
+      store.claim(req(k1, now, now, { schedule: 'c1', replica: 'b' })), // the same occurrence, another claimant
+      store.claim(req(k2, now, now, { schedule: 'c2', replica: 'b' })),
+      store.claim(req(occurrenceKey('c3', now + 5000), now + 5000, now + 5000, { schedule: 'c3' })),
+    ]);
+    expect(await calls()).toBe(before + 1);
+    expect(out[0]).toMatchObject({ status: 'claimed', token: 1, attempt: 1 });
+    expect(out[1]).toMatchObject({ status: 'held', holder: 'a' });
+    expect(out[2]).toMatchObject({ status: 'claimed', token: 1, attempt: 1 });
+    expect(out[3].status).toBe('early');
+    expect(await record(k1)).toMatchObject({ state: 'running', replica: 'a', fencingToken: 1 });
+    expect(await record(k2)).toMatchObject({ state: 'running', replica: 'b', fencingToken: 1 });
+  });
+
   it('refuses a claim before the fire time on the Redis clock', async () => {
     const now = await redisNow();
     const r = await store.claim(req(occurrenceKey('s', now), now, now + 5000));
@@ -201,6 +222,28 @@ describe('renew, finish, release (fencing)', () => {
     expect(await store.finish(key, 2, { state: 'succeeded', result: '{"ok":1}', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     expect(await store.finish(key, 2, { state: 'failed', retentionMs: 120_000 })).toEqual({ status: 'refused' }); // final already
     expect(await record(key)).toMatchObject({ state: 'succeeded', fencingToken: 2, replica: 'b', refused: 3, result: '{"ok":1}' });
+  });
+
+  it('finishes asked together go in one call, each fenced on its own: a stale token among them is refused, the live ones recorded', async () => {
+    const now = await redisNow();
+    const [k1, k2, k3] = ['s1', 's2', 's3'].map((s) => occurrenceKey(s, now)) as [string, string, string];
+    for (const k of [k1, k2, k3]) expect((await store.claim(req(k, now, now, { lockMs: 5000 }))).status).toBe('claimed');
+    expect((await store.claim(req(k2, now, now, { replica: 'b' }))).status).toBe('held');
+    await store.release(k2, 1, 'handed over', 5000);
+    expect(await store.claim(req(k2, now, now, { replica: 'b', lockMs: 5000 }))).toMatchObject({ status: 'claimed', token: 2 });
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    await store.finish(occurrenceKey('none', now), 1, { state: 'succeeded', retentionMs: 120_000 }); // the script is loaded
+    const before = await calls();
+    const out = await Promise.all([
+      store.finish(k1, 1, { state: 'succeeded', retentionMs: 120_000 }),
+      store.finish(k2, 1, { state: 'succeeded', retentionMs: 120_000 }), // stale: b holds token 2
+      store.finish(k3, 1, { state: 'failed', error: 'boom', retentionMs: 120_000, retries: 1, lockMs: 5000 }),
+    ]);
+    expect(await calls()).toBe(before + 1);
+    expect(out).toEqual([{ status: 'recorded' }, { status: 'refused' }, { status: 'retrying', retryAtMs: expect.any(Number) }]);
+    expect(await record(k1)).toMatchObject({ state: 'succeeded', fencingToken: 1 });
+    expect(await record(k2)).toMatchObject({ state: 'running', replica: 'b', fencingToken: 2, refused: 1 });
+    expect(await record(k3)).toMatchObject({ state: 'retrying', error: 'boom' });
   });
 
   it('releases a claim so the next claim is immediate and not counted as a stall', async () => {

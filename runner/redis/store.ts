@@ -6,6 +6,7 @@ import type { Keyspace } from './keys.js';
 import type { CompiledSchedule } from '../config/load.js';
 import type { ConcurrencyPolicy } from '../config/schema.js';
 import type { FinalState, Origin } from '../records/runs.js';
+import { Coalescer } from './coalesce.js';
 import { Scripts } from './script-loader.js';
 import type { GroupLimits, RateLimit } from '../config/groups-schema.js';
 
@@ -168,6 +169,25 @@ export interface ReplicaWait {
 /** One row of a plan offer, as plan.lua reads it: dueMs, fireMs, key, keepFireMs, fixed state, note, deadlineFromMs. */
 type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number];
 
+/** What finish.lua takes per attempt (one of its items). */
+interface FinishItem {
+  token: number;
+  state: Exclude<FinalState, 'missed'>;
+  reason: string;
+  error: string;
+  result: string;
+  retentionMs: number;
+  key: string;
+  retries: number;
+  retryBackoffMs: number;
+  retryBackoffMaxMs: number;
+  jitter: number;
+  lockMs: number;
+}
+
+/** Most claims or finishes in one call (those that come together): bounds how long one call blocks Redis. */
+const COALESCE_MAX = 100;
+
 /** Backfill occurrences per enqueue or cancel script call: bounds how long one call blocks Redis. */
 const BACKFILL_CHUNK = 500;
 /** Schedules with backfill that one admission call looks at. */
@@ -186,6 +206,24 @@ export class Store {
   ) {
     this.scripts = Scripts.on(redis);
     this.durable = wait ? Scripts.on(wait.redis) : undefined;
+    this.finishes = new Coalescer((items) => this.finishMany(items), COALESCE_MAX);
+    this.claims = new Coalescer((items) => this.claimMany(items), COALESCE_MAX);
+  }
+
+  /** Finishes that come together, sent as one finish call (see {@link Coalescer}). */
+  private readonly finishes: Coalescer<FinishItem, FinishResult>;
+
+  /** One finish call for several attempts: each finished on its own (lua/finish.lua); a WAIT, if asked, covers all. */
+  private async finishMany(items: FinishItem[]): Promise<FinishResult[]> {
+    const { result, acked } = await this.runDurable('finish', [this.keys.pending, this.keys.lastSuccess], {
+      occPrefix: this.keys.occurrencePrefix,
+      items,
+    });
+    const a = acked !== undefined ? { acked } : {};
+    return (result as [number, number][]).map(([code, retryAt]): FinishResult => {
+      if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt), ...a };
+      return Number(code) === 1 ? { status: 'recorded', ...a } : { status: 'refused', ...a };
+    });
   }
 
   /** Runs a claim or finish script; with {@link ReplicaWait}, on its connection and followed by WAIT. */
@@ -246,46 +284,37 @@ export class Store {
   /** Tries to claim an occurrence; see {@link ClaimResult}. */
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const k = this.keys;
-    const { result, acked } = await this.runDurable(
-      'claim',
-      [k.occurrence(r.key), k.pending, k.runs(r.schedule), k.schedules, k.active(r.schedule), k.suspended, k.backfillQueue(r.schedule)],
-      { ...r, startingDeadlineMs: r.startingDeadlineMs ?? -1, maxConcurrent: r.maxConcurrent ?? -1, gates: gateArgs(k, r.schedule, r.gates) },
-    );
-    const out = result as [string, ...(string | number)[]];
-    switch (out[0]) {
-      case 'claimed': {
-        const replaced = [];
-        for (let i = 5; i + 2 < out.length; i += 3) replaced.push({ key: String(out[i]), dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]) });
-        return {
-          status: 'claimed',
-          token: Number(out[1]),
-          attempt: Number(out[2]),
-          nowMs: Number(out[3]),
-          firstStartMs: Number(out[4]),
-          replaced,
-          ...(acked !== undefined ? { acked } : {}),
-        };
-      }
-      case 'early':
-        return { status: 'early', waitMs: Number(out[1]) };
-      case 'held':
-        return { status: 'held', waitMs: Number(out[1]), holder: String(out[2]) };
-      case 'final':
-        return { status: 'final', state: String(out[1]) };
-      case 'skipped':
-        return { status: 'skipped', reason: String(out[1]) };
-      case 'failed':
-        return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
-      case 'missed':
-        // The starting deadline, with the group or rate limit it waited for (lua/claim.lua).
-        return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
-      case 'stale':
-      case 'paused':
-      case 'stalled-out':
-        return { status: out[0] };
-      default:
-        throw new Error(`claim script returned ${JSON.stringify(out)}`);
-    }
+    return this.claims.call({
+      occKey: k.occurrence(r.key),
+      runsKey: k.runs(r.schedule),
+      activeKey: k.active(r.schedule),
+      backfillKey: k.backfillQueue(r.schedule),
+      replica: r.replica,
+      lockMs: r.lockMs,
+      horizonMs: r.horizonMs,
+      retentionMs: r.retentionMs,
+      schedule: r.schedule,
+      dueMs: r.dueMs,
+      fireMs: r.fireMs,
+      key: r.key,
+      startingDeadlineMs: r.startingDeadlineMs ?? -1,
+      earlyToleranceMs: r.earlyToleranceMs,
+      maxStalls: r.maxStalls,
+      origin: r.origin,
+      concurrencyPolicy: r.concurrencyPolicy,
+      maxConcurrent: r.maxConcurrent ?? -1,
+      gates: gateArgs(k, r.schedule, r.gates),
+    });
+  }
+
+  /** Claims that come together, sent as one claim call (see {@link Coalescer}). */
+  private readonly claims: Coalescer<Record<string, unknown>, ClaimResult>;
+
+  /** One claim call for several occurrences: each claimed on its own (lua/claim.lua); a WAIT, if asked, covers all. */
+  private async claimMany(items: Record<string, unknown>[]): Promise<ClaimResult[]> {
+    const k = this.keys;
+    const { result, acked } = await this.runDurable('claim', [k.pending, k.schedules, k.suspended], { items });
+    return (result as [string, ...(string | number)[]][]).map((out) => claimResult(out, acked));
   }
 
   /**
@@ -323,7 +352,7 @@ export class Store {
       retryBackoffMaxMs?: number;
     },
   ): Promise<FinishResult> {
-    const { result, acked } = await this.runDurable('finish', [this.keys.occurrence(key), this.keys.pending, this.keys.lastSuccess], {
+    return this.finishes.call({
       token,
       state: r.state,
       reason: r.reason ?? '',
@@ -337,10 +366,6 @@ export class Store {
       jitter: Math.random(),
       lockMs: r.lockMs ?? 4_000,
     });
-    const [code, retryAt] = result as [number, number];
-    const a = acked !== undefined ? { acked } : {};
-    if (Number(code) === 2) return { status: 'retrying', retryAtMs: Number(retryAt), ...a };
-    return Number(code) === 1 ? { status: 'recorded', ...a } : { status: 'refused', ...a };
   }
 
   /**
@@ -539,5 +564,43 @@ export class Store {
       });
     }
     return out;
+  }
+}
+
+/** One answer of the claim script as a {@link ClaimResult}; `acked`: replicas that acknowledged the call (WAIT). */
+function claimResult(out: [string, ...(string | number)[]], acked: number | undefined): ClaimResult {
+  switch (out[0]) {
+    case 'claimed': {
+      const replaced = [];
+      for (let i = 5; i + 2 < out.length; i += 3) replaced.push({ key: String(out[i]), dueMs: Number(out[i + 1]), fireMs: Number(out[i + 2]) });
+      return {
+        status: 'claimed',
+        token: Number(out[1]),
+        attempt: Number(out[2]),
+        nowMs: Number(out[3]),
+        firstStartMs: Number(out[4]),
+        replaced,
+        ...(acked !== undefined ? { acked } : {}),
+      };
+    }
+    case 'early':
+      return { status: 'early', waitMs: Number(out[1]) };
+    case 'held':
+      return { status: 'held', waitMs: Number(out[1]), holder: String(out[2]) };
+    case 'final':
+      return { status: 'final', state: String(out[1]) };
+    case 'skipped':
+      return { status: 'skipped', reason: String(out[1]) };
+    case 'failed':
+      return { status: 'failed', reason: String(out[1]), error: String(out[2]) };
+    case 'missed':
+      // The starting deadline, with the group or rate limit it waited for (lua/claim.lua).
+      return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
+    case 'stale':
+    case 'paused':
+    case 'stalled-out':
+      return { status: out[0] };
+    default:
+      throw new Error(`claim script returned ${JSON.stringify(out)}`);
   }
 }

@@ -1,5 +1,6 @@
 --[[
-  The notify outbox: emitOutcome(occKey, state, reason), called where a run record reaches an outcome
+  The notify outbox: emitOutcome(occKey, state, reason[, schedule]) (the schedule when the caller has read it: one
+  read fewer), called where a run record reaches an outcome
   (record.lua's createRecord and finalize; the claim's first start).
 ]]
 -- @include "now.lua"
@@ -8,9 +9,9 @@
 -- the outcome. Only for schedules whose published definition ({ns}:defs) has outboxOn, the space-separated
 -- outcomes it wants (started succeeded failed missed skipped recovered). {ns}:outbox:last keeps such a
 -- schedule's last outcome among succeeded, failed and missed: a success after failed or missed is a recovery.
-local function emitOutcome(occKey, state, reason)
+local function emitOutcome(occKey, state, reason, knownSchedule)
   local ns = string.match(occKey, '^{[^}]*}')
-  local schedule = ns and rcall('HGET', occKey, 'schedule')
+  local schedule = ns and (knownSchedule or rcall('HGET', occKey, 'schedule'))
   local def = schedule and rcall('HGET', ns .. ':defs', schedule)
   if not def or not string.find(def, '"outboxOn"', 1, true) then return end
   local on = ' ' .. tostring(cjson.decode(def).outboxOn) .. ' '

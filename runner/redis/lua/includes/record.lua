@@ -54,12 +54,6 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
   rcall('SADD', schedulesKey, schedule)
 end
 
--- Takes a claimed occurrence out of its schedule's active set (the concurrency policy's view).
-local function deactivate(occKey, key)
-  local activeKey = rcall('HGET', occKey, 'activeKey')
-  if activeKey then rcall('ZREM', activeKey, key) end
-end
-
 -- Keeps a started occurrence in its schedule's active set while no attempt of it runs (waiting to retry, or
 -- handed over), with untilMs (Redis ms) as its score: when the next attempt is expected to have been taken up.
 -- It keeps its place until it is final, however late that attempt comes.
@@ -103,19 +97,21 @@ local function peerDoing(p)
   return 'stalled, to be claimed again'
 end
 
--- Moves an open record to a final state and out of the pending, active and backfill sets; the record then
--- lives retentionMs.
+-- Moves an open record to a final state and out of the pending, active and backfill sets (its schedule's active
+-- set: the concurrency policy's view); the record then lives retentionMs.
+-- Returns the schedule's name (nil when the record is gone).
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
-  rcall('HSET', occKey, 'state', state, 'endMs', now)
-  if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
-  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs')
+  if reason ~= '' then rcall('HSET', occKey, 'state', state, 'endMs', now, 'reason', reason)
+  else rcall('HSET', occKey, 'state', state, 'endMs', now) end
+  -- one read for what follows: the schedule, and the active set and backfill queue to leave
+  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'activeKey', 'queueKey')
   if rec[1] then recordLastResult(occKey, key, rec[1], state, reason, rec[2]) end
   rcall('HDEL', occKey, 'leaseUntil')
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
-  deactivate(occKey, key)
-  local queueKey = rcall('HGET', occKey, 'queueKey')
-  if queueKey then rcall('ZREM', queueKey, key) end
+  if rec[3] then rcall('ZREM', rec[3], key) end
+  if rec[4] then rcall('ZREM', rec[4], key) end
   recordHistory(occKey)
-  emitOutcome(occKey, state, reason)
+  emitOutcome(occKey, state, reason, rec[1] or nil)
+  return rec[1] or nil
 end
