@@ -81,8 +81,10 @@ export interface FlockSchedules {
   /** The stored schedule, or undefined. */
   get(name: string): Promise<StoredSchedule | undefined>;
   /**
-   * One page in name order: `prefix`, `tenant` and `labels` (every one must match) filter, `cursor` is the
-   * previous page's, `limit` ≤ 1000 (default 100). With `labels` a page may be short while `cursor` is set.
+   * One page in name order: `prefix`, `tenant` and `labels` (an object such as `{ plan: 'gold' }`; every one must
+   * match) filter, `cursor` is the previous page's as handed back (opaque), `limit` ≤ 1000 (default 100). With
+   * `labels` a page may be short while `cursor` is set.
+   * @throws LibraryArgumentError for labels that are not an object of strings, or a cursor list() did not hand out.
    */
   list(o?: ListFilter & { cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
   /**
