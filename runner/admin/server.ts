@@ -18,7 +18,7 @@
  * `cronflock_backfill_occurrences` gauge and live lateness with `cronflock_start_lateness_seconds`.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIPv4, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Logger } from '../log.js';
@@ -57,7 +57,12 @@ export function parseListenAddress(
   if (!m || !m[1]) throw new Error(`${what} "${s}" must be host:port, e.g. ${example}`);
   const port = Number(m[2]);
   if (port > 65535) throw new Error(`${what} "${s}": port ${m[2]} is out of range; a port is 0–65535 (0: any free port), e.g. ${example}`);
-  return { host: m[1].replace(/^\[(.*)\]$/, '$1'), port };
+  const host = m[1].replace(/^\[(.*)\]$/, '$1');
+  // Four dotted numbers are meant as an IPv4 address: one out of range would go to DNS and fail as ENOTFOUND.
+  if (/^\d+(\.\d+){3}$/.test(host) && !isIPv4(host)) {
+    throw new Error(`${what} "${s}": ${host} is not an IPv4 address (four numbers 0–255); give host:port with an address of this machine, e.g. ${example}`);
+  }
+  return { host, port };
 }
 
 /**

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { identify, loadTokenFile, READ_ONLY, TokenFileError } from './auth.js';
+import { identify, loadTokenFile, READ_ONLY, TOKEN_FILE_SHAPE, TokenFileError } from './auth.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cronflock-auth-'));
 const file = (name: string, text: string): string => {
@@ -43,13 +43,23 @@ describe('token file', () => {
     const role = file('role.yaml', 'tokens:\n  - {name: x, role: admin, token: xxxxxxxxxxxxxxxxxxxx}\n');
     expect(() => loadTokenFile(role)).toThrow(
       new TokenFileError(
-        `--api-token-file ${role}:2:21: tokens[0].role: "admin" is not allowed; allowed: viewer, operator; ` +
-          'expected {reads: open|token, tokens: [{name, role: viewer|operator, token | sha256}]}',
+        `--api-token-file ${role}:2:21: tokens[0].role: "admin" is not allowed; allowed: viewer, operator\n${TOKEN_FILE_SHAPE}`,
       ),
     );
     expect(() => loadTokenFile(file('syntax.yaml', 'tokens:\n  - {name: x\n'))).toThrow(/syntax\.yaml:\d+:\d+: not YAML\/JSON: /);
     expect(() => loadTokenFile(file('both.yaml', 'tokens:\n  - {name: x, role: viewer}\n'))).toThrow(/either token or sha256/);
     expect(() => loadTokenFile(file('sha.yaml', 'tokens:\n  - {name: x, role: viewer, sha256: abc}\n'))).toThrow(/64 hex digits/);
+  });
+
+  it('says what a token file must contain, with an example, for a file without tokens (not "expected array, received undefined")', () => {
+    const none = file('none.yaml', 'reads: token\n');
+    expect(() => loadTokenFile(none)).toThrow(new TokenFileError(`--api-token-file ${none}:1:1: tokens: missing: the file must list its tokens\n${TOKEN_FILE_SHAPE}`));
+    expect(TOKEN_FILE_SHAPE).toContain('tokens:\n    - {name: alice, role: operator, sha256:');
+    const notList = file('notlist.yaml', 'tokens: alice\n');
+    expect(() => loadTokenFile(notList)).toThrow(/notlist\.yaml:1:9: tokens: must be a list, not the text "alice"\n/);
+    const list = file('list.yaml', '- alice\n- bob\n');
+    expect(() => loadTokenFile(list)).toThrow(/list\.yaml:1:1: \(top level\): must be a mapping of fields, not a list\n/);
+    for (const f of [none, notList, list]) expect(() => loadTokenFile(f)).not.toThrow(/Invalid input|received undefined/);
   });
 
   it('without a file: reading open, actions off, every token unknown', () => {

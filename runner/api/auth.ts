@@ -65,6 +65,14 @@ const fileSchema = z.strictObject({
     .min(1),
 });
 
+/** What a token file must contain, with an example: the tail of every message about its content. */
+export const TOKEN_FILE_SHAPE =
+  'a token file holds one line, the operator token (at least 16 characters, e.g. from openssl rand -hex 24), or YAML such as\n' +
+  '  reads: open          # or token: reading needs a token too\n' +
+  '  tokens:\n' +
+  '    - {name: alice, role: operator, sha256: <sha256sum of her token, 64 hex digits>}\n' +
+  '    - {name: dashboards, role: viewer, token: <at least 16 characters>}';
+
 const sha = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
 /**
@@ -112,16 +120,27 @@ export function loadTokenFile(path: string): AccessRules {
         ? `${JSON.stringify(given)} is not allowed; allowed: ${(i.values as unknown[]).map(String).join(', ')}`
         : i.code === 'unrecognized_keys'
           ? `unknown field ${i.keys.map((k) => `"${k}"`).join(', ')}`
-          : i.message;
-    throw new TokenFileError(
-      `--api-token-file ${path}:${pos.line}:${pos.col}: ${field}: ${reason}; expected {reads: open|token, tokens: [{name, role: viewer|operator, token | sha256}]}`,
-    );
+          : i.code === 'invalid_type' && i.path.length > 0 && given === undefined
+            ? `missing${field === 'tokens' ? ': the file must list its tokens' : ''}`
+            : i.code === 'invalid_type'
+              ? `must be ${i.expected === 'array' ? 'a list' : i.expected === 'object' ? 'a mapping of fields' : `a ${i.expected}`}, not ${describeValue(i.path.length > 0 ? given : doc)}`
+              : i.message;
+    throw new TokenFileError(`--api-token-file ${path}:${pos.line}:${pos.col}: ${field}: ${reason}\n${TOKEN_FILE_SHAPE}`);
   }
   return {
     actions: true,
     readsNeedToken: r.data.reads === 'token',
     tokens: r.data.tokens.map((t) => ({ name: t.name, role: t.role, sha256: t.sha256 ? Buffer.from(t.sha256, 'hex') : sha(t.token!) })),
   };
+}
+
+/** A YAML value in words, for a message: `a list`, `a number (5)`, `the text "abc"`. */
+function describeValue(v: unknown): string {
+  if (v === null || v === undefined) return 'empty';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  if (typeof v === 'string') return `the text ${JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v)}`;
+  return `a ${typeof v} (${String(v)})`;
 }
 
 /**

@@ -204,7 +204,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (api && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')) throw new CliError(listenErrorMessage(api.listen, err));
+      if (api && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')) throw new CliError(listenErrorMessage(api.listen, err));
       throw err;
     }
   })();

@@ -98,7 +98,7 @@ async function conflictsOf(redis: RedisClient, keys: Keyspace, store: ScheduleSt
     const t = await store.tenants();
     for (const [tenant, n] of adding) {
       const info = t.tenants.find((x) => x.tenant === tenant);
-      const limit = info?.limit ?? t.defaultLimit;
+      const limit = info ? info.limit : t.defaultLimit; // info.limit null: its own "no limit", or no default
       const count = info?.count ?? 0;
       if (limit !== null && count + n > limit) {
         problems.push(`tenant "${tenant}": ${n} new schedule(s) would make ${count + n}, its limit is ${limit}; raise it with cronflock tenants set-limit ${tenant} <n>, or remove some of its schedules`);
@@ -243,18 +243,19 @@ export function addStoreCommands(program: Command): void {
       .command('set-limit')
       .description('set the most stored schedules a tenant may have, flock-wide (checked atomically by every upsert); lowering it removes nothing')
       .argument('<tenant>', "the tenant, or '*' (quoted): every tenant without a limit of its own")
-      .argument('<limit>', 'a whole number ≥ 0, or none to remove the limit'),
+      .argument('<limit>', "a whole number ≥ 0; none: no limit (for a tenant, even when '*' has one); default: the tenant drops its own limit and is held to '*' again"),
   ).action(async (tenant: string, limit: string, o: Flags) => {
     const who = tenant;
     // The store checks both (ScheduleStore.setTenantLimit, the one check); here only the text becomes a number
-    // (decimal digits; anything else, 1e3 or 0x10 too, is NaN, which the store refuses).
-    const n = limit === 'none' ? null : /^\d+$/.test(limit) ? Number(limit) : Number.NaN;
+    // (decimal digits; anything else, 1e3 or 0x10 too, is NaN, which the store refuses), none null, default 'default'.
+    const n = limit === 'none' ? null : limit === 'default' ? 'default' : /^\d+$/.test(limit) ? Number(limit) : Number.NaN;
     await withOneShotRedis(o, 'cannot set a tenant limit in', (redis) =>
       new ScheduleStore(redis, new Keyspace(o.namespace)).setTenantLimit(who, n).catch((err: unknown) => {
         if (err instanceof TenantLimitArgumentError) throw new CliError(`${err.argument} "${err.argument === 'tenant' ? who : limit}": ${err.rule}`);
         throw err;
       }),
     );
-    process.stdout.write(`${who === '*' ? 'default limit' : `tenant ${who}`}: ${n === null ? 'no limit' : `at most ${n} stored schedules`}\n`);
+    const what = n === 'default' ? "the default ('*') limit" : n === null ? (who === '*' ? 'none' : "no limit (even if '*' has one)") : `at most ${n} stored schedules`;
+    process.stdout.write(`${who === '*' ? 'default limit' : `tenant ${who}`}: ${what}\n`);
   });
 }

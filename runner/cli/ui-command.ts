@@ -27,7 +27,8 @@ export function addApiOptions(c: Command, listenDefault: string | undefined): Co
 
 /**
  * What the dashboard's `--listen` failure means and what to do: a port in use (another process, or another
- * `cronflock ui`), a port that needs privileges, an address not on this machine; else Node's words.
+ * `cronflock ui`), a port that needs privileges, an address not on this machine, a host name that does not resolve;
+ * else Node's words.
  */
 export function listenErrorMessage(listen: { host: string; port: number }, err: unknown): string {
   const at = `--listen ${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}`;
@@ -39,6 +40,9 @@ export function listenErrorMessage(listen: { host: string; port: number }, err: 
       return `${at}: not allowed to listen on port ${listen.port} (ports below 1024 need privileges); ${other}`;
     case 'EADDRNOTAVAIL':
       return `${at}: ${listen.host} is not an address of this machine; use 127.0.0.1, 0.0.0.0 (every interface) or one of its addresses`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `${at}: the host ${listen.host} does not resolve; --listen takes host:port with an address or name of this machine, e.g. --listen 127.0.0.1:8080 (0.0.0.0:8080: every interface; [::1]:8080: IPv6)`;
     default:
       return `${at}: cannot listen: ${(err as Error)?.message ?? String(err)}`;
   }

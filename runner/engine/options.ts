@@ -88,6 +88,13 @@ export const DEFAULT_OPTIONS: Omit<RunnerOptions, 'replica'> = {
   redisWaitTimeoutMs: 1_000,
 };
 
+/**
+ * The longest lookahead: every occurrence due within it is planned (a Redis key and a queued job each) on every
+ * tick, so a long one multiplies the keys without making a run more punctual (a 2 h lookahead planned 27,000 keys
+ * for 60 schedules and stretched each tick to seconds). A few seconds covers the enqueue; 5 minutes is ample.
+ */
+export const MAX_LOOKAHEAD_MS = 300_000;
+
 /** The shortest lock this engine supports: below it, renewals (every lockMs/3) compete with real work. */
 export const MIN_LOCK_MS = 500;
 
@@ -124,11 +131,15 @@ export function compileOptions(user: Partial<RunnerOptions> = {}): RunnerOptions
   need(o.lockMs <= 3_600_000, `lockMs must be at most 1 hour (got ${o.lockMs} ms): a longer lease only slows failover`);
   need(o.lockMs >= MIN_LOCK_MS, `lockMs must be at least ${MIN_LOCK_MS} ms (got ${o.lockMs})`);
   need(o.stalledIntervalMs >= 100 && o.stalledIntervalMs <= o.lockMs, `stalledIntervalMs must be between 100 ms and lockMs (${o.lockMs} ms)`);
+  need(
+    o.lookaheadMs <= MAX_LOOKAHEAD_MS,
+    `lookaheadMs must be at most ${MAX_LOOKAHEAD_MS / 60_000} minutes (got ${o.lookaheadMs} ms): every occurrence due within it is planned and kept in Redis at once; a few seconds is enough (default ${DEFAULT_OPTIONS.lookaheadMs} ms)`,
+  );
   need(o.tickMs >= 50 && o.tickMs * 2 <= o.lookaheadMs, `tickMs must be ≥ 50 ms and at most half of lookaheadMs (${o.lookaheadMs} ms)`);
   need(o.prefetchMs < o.lookaheadMs, `prefetchMs must be shorter than lookaheadMs (${o.lookaheadMs} ms)`);
   need(
     o.retentionMs > o.horizonMs + o.lookaheadMs,
-    `retentionMs (${o.retentionMs} ms) must exceed horizonMs + lookaheadMs (${o.horizonMs + o.lookaheadMs} ms): a replica that lagged behind must find the record of any occurrence it could still plan`,
+    `retentionMs (${o.retentionMs} ms) must exceed horizonMs + lookaheadMs (${o.horizonMs + o.lookaheadMs} ms): run records must outlive every occurrence that may still be planned (up to horizonMs back and lookaheadMs ahead), or a planner that fell behind would plan one again after its record expired`,
   );
   for (const k of ['concurrency', 'batchSize', 'backlogConcurrency', 'backfillConcurrency'] as const) {
     need(o[k] >= 1 && Number.isInteger(o[k]), `${k} must be a whole number ≥ 1`);

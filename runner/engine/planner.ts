@@ -323,6 +323,12 @@ export class Planner {
       this.timerLateMs = performance.now() - expectedAt; // how late the event loop ran the tick
       this.running = this.tick()
         .catch((err: unknown) => {
+          // Stopping closes the connections under a pass still running (a long one outlives the shutdown step):
+          // its failure is the shutdown's doing, not an outage, and nothing is retried.
+          if (this.stopped) {
+            this.log.info({ err: (err as Error)?.message }, 'planning pass cut short: the replica is stopping; what it did not plan, the other replicas plan');
+            return;
+          }
           this.counters.errors++;
           const f = redisFailure(err);
           this.log.warn(f.fields, `planning failed: ${f.text}; retrying`);
@@ -393,9 +399,15 @@ export class Planner {
       popped.push({ s, next: first, from, to: items.length });
       if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
     }
+    // The plan mark as it was before this tick's plan calls overwrite it: read after them, it would only ever
+    // show this tick's call, and what Redis lost before (a crash, a failover) would never be re-offered.
+    const sweepDue = now - this.lastSweepMs >= this.opts.sweepAfterMs / 2;
+    let markBefore: string | undefined;
+    const seqBefore = this.seq;
     let seq = this.seq;
     let offered: number;
     try {
+      if (sweepDue && this.recent.length > 0) markBefore = (await this.store.planMark(this.opts.replica)) ?? undefined;
       ({ offered } = await this.record(items, { budgetEndMono: performance.now() + this.planBudgetMs, atLeast: takeOvers }));
       seq = this.seq;
     } catch (err) {
@@ -428,10 +440,10 @@ export class Planner {
     const tPromote = performance.now();
     await this.promoteDue();
     this.phases.promote = performance.now() - tPromote;
-    if (now - this.lastSweepMs >= this.opts.sweepAfterMs / 2) {
+    if (sweepDue) {
       this.lastSweepMs = now;
       const tSweep = performance.now();
-      await this.replanRecent(now);
+      await this.replanRecent(now, markBefore, seqBefore);
       await this.sweep();
       this.phases.sweep = performance.now() - tSweep;
     }
@@ -472,18 +484,49 @@ export class Planner {
    * when Redis acknowledged a plan and then lost it (a Sentinel failover or a crash with `appendfsync everysec`
    * drops the last writes): the planner has moved past those due times, so without this they would vanish with
    * no record. Redis loses writes only as a suffix, so the plan mark tells which calls survived: usually all of
-   * them, for one HGET. Re-created ones run late or follow their starting deadline, and are logged.
+   * them, for one HGET. Re-created ones run late or follow their starting deadline and catch-up policy, and are
+   * logged.
+   * @param markBefore the plan mark read before this tick's plan calls (undefined: none was stored).
+   * @param seqBefore this replica's plan sequence before this tick: its own calls are not checked.
    */
-  private async replanRecent(now: number): Promise<void> {
+  private async replanRecent(now: number, markBefore: string | undefined, seqBefore: number): Promise<void> {
     this.recent = this.recent.filter((b) => b.atMs >= now - 2 * this.opts.sweepAfterMs);
     if (this.recent.length === 0) return;
-    const mark = await this.store.planMark(this.opts.replica);
-    const [incarnation, seq] = (mark ?? '').split(':');
+    const [incarnation, seq] = (markBefore ?? '').split(':');
     const survived = incarnation === this.incarnation ? Number(seq) : -1;
-    const lost = this.recent.filter((b) => b.seq > survived);
+    const lost = this.recent.filter((b) => b.seq > survived && b.seq <= seqBefore);
     if (lost.length === 0) return;
-    const { created } = await this.record(lost.flatMap((b) => b.items));
+    const { created } = await this.record(this.reoffer(lost.flatMap((b) => b.items)));
     if (created > 0) this.log.warn({ count: created }, 're-planned occurrences whose records Redis had lost');
+  }
+
+  /**
+   * The offer that re-plans `lost` occurrences: per schedule, every due time from its earliest lost one up to
+   * where this replica has planned it (its cursor), in ONE offer, so that the catch-up policy sees them together.
+   * Offered again batch by batch as they were first planned (each due time of an every-2-s schedule in its own
+   * tick), each lost occurrence was the newest of its own offer, and after a Redis crash all of them ran late
+   * instead of the newest alone. Due times whose records survived are offered too: the plan script skips them,
+   * but they still count as the later occurrence that supersedes an overdue lost one.
+   */
+  private reoffer(lost: readonly PlannedOccurrence[]): PlannedOccurrence[] {
+    const firstDue = new Map<string, PlannedOccurrence>();
+    for (const it of lost) if ((firstDue.get(it.schedule)?.dueMs ?? Infinity) > it.dueMs) firstDue.set(it.schedule, it);
+    const out: PlannedOccurrence[] = [];
+    for (const [name, first] of firstDue) {
+      const s = this.current.get(name);
+      if (!s) {
+        // Removed since: offered as it was planned (the plan script decides each row on its own).
+        for (const it of lost) if (it.schedule === name) out.push(it);
+        continue;
+      }
+      const last = Math.max(this.cursors.get(name) ?? first.dueMs, ...lost.filter((it) => it.schedule === name).map((it) => it.dueMs));
+      const cands: Candidate[] = [];
+      for (let due: number | null = first.dueMs; due !== null && due <= last && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
+        cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
+      }
+      offer(out, s, cands);
+    }
+    return out;
   }
 
   /**

@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { usePrivateRedis } from '../../test/support/private-redis.js';
-import { connectFlock, LibraryArgumentError, startReplica } from './index.js';
+import { connectFlock, FlockClosedError, LibraryArgumentError, startReplica } from './index.js';
 
 const pr = usePrivateRedis();
 const def = { name: 'a1', cron: '0 8 * * *', job: { kind: 'http', url: 'http://127.0.0.1:9/x' } };
@@ -50,6 +50,85 @@ describe('library arguments', () => {
       const err = await connectFlock({ redis: `redis://127.0.0.1:${port}`, redisTimeoutMs: 800 }).then(() => undefined, (e: Error) => e);
       expect(err?.message).toMatch(new RegExp(`^cannot reach the flock's Redis at redis://127\\.0\\.0\\.1:${port}: .*did not answer`));
       expect(performance.now() - t0).toBeLessThan(15_000); // generous: the point is that it ends
+    } finally {
+      silent.close();
+    }
+  });
+});
+
+describe('library arguments found by a user breaking it', () => {
+  it('startReplica names the option of the wrong type (lockMs: "4s"), a handler that is not a function, and a schedulesDir that is not there', async () => {
+    await expect(startReplica({ redis: pr.server.url, lockMs: '4s' as unknown as number })).rejects.toThrow(
+      /^startReplica options\.lockMs: must be a number of ms, e\.g\. lockMs: 4000 \(durations are ms here, not strings such as "4s"\); got "4s"$/,
+    );
+    await expect(startReplica({ redis: pr.server.url, lockMs: '4s' as unknown as number })).rejects.toBeInstanceOf(LibraryArgumentError);
+    await expect(startReplica({ redis: pr.server.url, jobs: { h1: 'notfn' as never } })).rejects.toThrow(/^startReplica options\.jobs\.h1: must be a function/);
+    await expect(startReplica({ redis: pr.server.url, jobs: { h1: 'notfn' as never } })).rejects.toBeInstanceOf(LibraryArgumentError);
+    const err = await startReplica({ redis: pr.server.url, schedulesDir: '/nonexistent/dir' }).then(
+      async (r) => (await r.stop(0), undefined),
+      (e: Error) => e,
+    );
+    expect(err).toBeInstanceOf(LibraryArgumentError);
+    expect(err?.message).toMatch(/^startReplica options\.schedulesDir: "\/nonexistent\/dir" does not exist: pass a schedule file or a directory/);
+  });
+
+  it('the allowed options of startReplica name each option once', async () => {
+    const err = await startReplica({ redis: pr.server.url, bogus: 1 } as never).then(() => undefined, (e: Error) => e);
+    const allowed = /allowed: (.*)$/.exec(err!.message)![1]!.split(', ');
+    expect(allowed.filter((a) => a === 'namespace')).toEqual(['namespace']);
+    expect(new Set(allowed).size).toBe(allowed.length);
+  });
+
+  it('list refuses labels that are not an object and a cursor it did not hand out, naming the field and the shape; its own cursors page on', async () => {
+    const flock = await connectFlock({ redis: pr.server.url, namespace: 'lib2' });
+    try {
+      for (const n of ['p1', 'p2', 'p3']) expect((await flock.schedules.upsert({ ...def, name: n, labels: { plan: 'gold' } })).ok).toBe(true);
+      await expect(flock.schedules.list({ labels: 'plan=gold' as never })).rejects.toThrow(/^list options\.labels: must be an object of label → value, both strings, e\.g\. \{ plan: 'gold' \}; got "plan=gold"$/);
+      await expect(flock.schedules.list({ labels: { plan: 1 } as never })).rejects.toThrow(/^list options\.labels\.plan: must be an object/);
+      await expect(flock.schedules.list({ cursor: 'garbage' })).rejects.toThrow(/^list options\.cursor: must be the `cursor` of a page list\(\) gave back/);
+      await expect(flock.schedules.list({ cursor: 'garbage' })).rejects.toBeInstanceOf(LibraryArgumentError);
+      const p1 = await flock.schedules.list({ limit: 2, labels: { plan: 'gold' } });
+      expect(p1.items.map((s) => s.name)).toEqual(['p1', 'p2']);
+      const p2 = await flock.schedules.list({ limit: 2, labels: { plan: 'gold' }, cursor: p1.cursor! });
+      expect(p2.items.map((s) => s.name)).toEqual(['p3']);
+      expect(p2.cursor).toBeUndefined();
+    } finally {
+      await flock.close();
+    }
+  });
+
+  it('says the flock is closed for any call after close() (not the client\'s "Stream isn\'t writeable")', async () => {
+    const flock = await connectFlock({ redis: pr.server.url, namespace: 'lib3' });
+    await flock.close();
+    await expect(flock.schedules.get('a1')).rejects.toThrow(/^schedules\.get: this flock is closed \(flock\.close\(\) was called\); connect again with connectFlock/);
+    await expect(flock.schedules.upsert(def)).rejects.toBeInstanceOf(FlockClosedError);
+    await expect(flock.schedules.list()).rejects.toBeInstanceOf(FlockClosedError);
+    await expect(flock.tenants.list()).rejects.toThrow(/^tenants\.list: this flock is closed/);
+    await expect(flock.tenants.setLimit('acme', 1)).rejects.toBeInstanceOf(FlockClosedError);
+    await flock.close(); // twice: nothing
+  });
+
+  it("connectFlock fails at once on a refused connection, naming the library's option, not the CLI's flags", async () => {
+    const free: Server = createServer();
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+    const port = (free.address() as { port: number }).port;
+    await new Promise<void>((r) => free.close(() => r())); // nothing listens there now
+    const t0 = performance.now();
+    const err = await connectFlock({ redis: `redis://127.0.0.1:${port}`, redisTimeoutMs: 20_000 }).then(() => undefined, (e: Error) => e);
+    expect(performance.now() - t0).toBeLessThan(5_000); // not the 20 s timeout
+    expect(err?.message).toMatch(new RegExp(`^cannot reach the flock's Redis at redis://127\\.0\\.0\\.1:${port}: nothing accepts connections there \\(connection refused\\)`));
+    expect(err?.message).toContain('the redis option');
+    expect(err?.message).not.toMatch(/--redis|REDIS_URL/);
+  });
+
+  it('connectFlock names redisTimeoutMs, not --redis-timeout, when Redis does not answer', async () => {
+    const silent: Server = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const err = await connectFlock({ redis: `redis://127.0.0.1:${port}`, redisTimeoutMs: 500 }).then(() => undefined, (e: Error) => e);
+      expect(err?.message).toContain('raise the redisTimeoutMs option');
+      expect(err?.message).not.toMatch(/--redis-timeout|CRONFLOCK_REDIS_TIMEOUT/);
     } finally {
       silent.close();
     }

@@ -66,3 +66,45 @@ export function text(what: string, v: unknown): string | undefined {
   if (typeof v !== 'string') throw new LibraryArgumentError(what, `must be a string; got ${show(v)}`);
   return v;
 }
+
+/**
+ * A label filter of `flock.schedules.list`: an object of label → value, both strings, e.g. `{ plan: 'gold' }`.
+ * @throws LibraryArgumentError for anything else (a `'plan=gold'` string used to match nothing, silently).
+ */
+export function labelsFilter(what: string, v: unknown): Record<string, string> | undefined {
+  if (v === undefined) return undefined;
+  const shape = "must be an object of label → value, both strings, e.g. { plan: 'gold' }";
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new LibraryArgumentError(what, `${shape}; got ${show(v)}`);
+  for (const [k, x] of Object.entries(v)) if (typeof x !== 'string') throw new LibraryArgumentError(`${what}.${k}`, `${shape}; got ${show(x)}`);
+  return v as Record<string, string>;
+}
+
+/** The form of the library's list cursors: `c1.` and the base64url of the last name of the page. */
+const CURSOR = /^c1\.([A-Za-z0-9_-]+)$/;
+
+/** The cursor `flock.schedules.list` hands back for a page that ended at schedule `lastName`. */
+export function encodeListCursor(lastName: string): string {
+  return `c1.${Buffer.from(lastName, 'utf8').toString('base64url')}`;
+}
+
+/**
+ * The last name of the previous page, from a cursor {@link encodeListCursor} made.
+ * @throws LibraryArgumentError for any other string (a made-up cursor used to list from the first page, silently).
+ */
+export function decodeListCursor(v: unknown): string {
+  const m = typeof v === 'string' ? CURSOR.exec(v) : null;
+  const name = m ? Buffer.from(m[1]!, 'base64url').toString('utf8') : '';
+  if (name === '' || encodeListCursor(name) !== v) {
+    throw new LibraryArgumentError('list options.cursor', `must be the \`cursor\` of a page list() gave back (a string such as "c1.YTE"), or left out for the first page; got ${show(v)}`);
+  }
+  return name;
+}
+
+/** A call of a flock's method after its `close()`; `call` names it (e.g. `schedules.upsert`). */
+export class FlockClosedError extends Error {
+  readonly code = 'FLOCK_CLOSED';
+  constructor(readonly call: string) {
+    super(`${call}: this flock is closed (flock.close() was called); connect again with connectFlock to go on`);
+    this.name = 'FlockClosedError';
+  }
+}

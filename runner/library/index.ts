@@ -20,6 +20,7 @@
  *
  * A definition is one entry of a schedule file's `schedules:` list, validated by the same code (runner/store/).
  */
+import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -42,10 +43,10 @@ import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitErr
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
-import { explainRedisError, formatRedisProblem, noAnswerProblem } from '../redis/explain.js';
-import { LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
+import { explainRedisError, formatRedisProblem, noAnswerProblem, type RedisSettingNames } from '../redis/explain.js';
+import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
 
-export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError };
+export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
 export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
@@ -80,8 +81,10 @@ export interface FlockSchedules {
   /** The stored schedule, or undefined. */
   get(name: string): Promise<StoredSchedule | undefined>;
   /**
-   * One page in name order: `prefix`, `tenant` and `labels` (every one must match) filter, `cursor` is the
-   * previous page's, `limit` ≤ 1000 (default 100). With `labels` a page may be short while `cursor` is set.
+   * One page in name order: `prefix`, `tenant` and `labels` (an object such as `{ plan: 'gold' }`; every one must
+   * match) filter, `cursor` is the previous page's as handed back (opaque), `limit` ≤ 1000 (default 100). With
+   * `labels` a page may be short while `cursor` is set.
+   * @throws LibraryArgumentError for labels that are not an object of strings, or a cursor list() did not hand out.
    */
   list(o?: ListFilter & { cursor?: string; limit?: number }): Promise<{ items: StoredSchedule[]; cursor?: string }>;
   /**
@@ -111,12 +114,15 @@ export interface FlockTenants {
   /** Every tenant with stored schedules or a limit of its own, with its count and limit; and the default limit. */
   list(): Promise<{ tenants: TenantInfo[]; defaultLimit: number | null }>;
   /**
-   * Sets the most stored schedules a tenant may have, flock-wide (`'*'`: every tenant without its own; null:
-   * no limit), as `cronflock tenants set-limit` does. Stored in Redis: every writer is held to it.
+   * Sets the most stored schedules a tenant may have, flock-wide, as `cronflock tenants set-limit` does. Stored
+   * in Redis: every writer is held to it. `tenant`: a DNS-1123 label, or `'*'`: the default, for every tenant
+   * without a limit of its own. `limit`: a whole number from 0 to 100,000,000; `null`: no limit (for a tenant: its
+   * own "no limit", which overrides the default; for `'*'`: no default); `'default'`: the tenant drops its own
+   * limit (or "no limit") and is held to the default again.
    * @throws LibraryArgumentError when the store refuses the tenant (not a DNS-1123 label or `*`) or the limit
-   *   (not a whole number from 0 to 100,000,000, or null); nothing is written then.
+   *   (none of the above, or `'default'` for `'*'`); nothing is written then.
    */
-  setLimit(tenant: string, limit: number | null): Promise<void>;
+  setLimit(tenant: string, limit: number | null | 'default'): Promise<void>;
 }
 
 /** A connection to a flock; see {@link connectFlock}. */
@@ -124,14 +130,30 @@ export interface Flock {
   readonly namespace: string;
   readonly schedules: FlockSchedules;
   readonly tenants: FlockTenants;
-  /** Closes the connection (when it made one) and the queues it opened. */
+  /**
+   * Closes the connection (when it made one) and the queues it opened. Every later call of the flock's methods
+   * throws {@link FlockClosedError}; calling close again does nothing.
+   */
   close(): Promise<void>;
 }
 
+/** How the library's Redis errors name the settings: its own options, not the CLI's flags. */
+const LIBRARY_SETTING_NAMES: RedisSettingNames = {
+  url: 'the redis option (a URL such as redis://host:6379)',
+  timeout: 'the redisTimeoutMs option',
+  tlsCa: "a rediss:// URL and the CA in Node's NODE_EXTRA_CA_CERTS, or an ioredis client of yours with tls options",
+};
+
+/** Connection errors that waiting does not mend: nothing listens, or the host name does not resolve. */
+const HOPELESS_CONNECT = /ECONNREFUSED|ENOTFOUND/;
+
 /**
- * Connects to a flock's Redis to manage its schedules from code (see the module docs). Waits until Redis answers.
+ * Connects to a flock's Redis to manage its schedules from code (see the module docs). Waits until Redis answers,
+ * at most `redisTimeoutMs`; a refused connection (nothing listens there) or a host name that does not resolve
+ * fails at once.
  * @throws LibraryArgumentError for an unknown option or a value of the wrong type; the namespace error (code
- *   NAMESPACE_INVALID); an Error saying in words why Redis could not be reached (within `redisTimeoutMs`).
+ *   NAMESPACE_INVALID); an Error saying in words why Redis could not be reached, with a hint naming the option
+ *   to check (`redis`, `redisTimeoutMs`).
  */
 export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   onlyKeys('connectFlock options', o ?? null, ['redis', 'namespace', 'by', 'baseDir', 'redisTimeoutMs']);
@@ -150,7 +172,12 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   const store = new ScheduleStore(redis, keys, o.baseDir !== undefined ? { baseDir: o.baseDir } : {});
   const clock = new RedisClock(redis, undefined, keys.ns);
   const connectionErrors: string[] = [];
-  const noteError = (err: Error): void => void (connectionErrors.length < 5 && connectionErrors.push(err.message));
+  let hopeless: ((err: Error) => void) | undefined;
+  const noteError = (err: Error): void => {
+    if (connectionErrors.length < 5) connectionErrors.push(err.message);
+    // Nothing listens there (or no such host): retrying for redisTimeoutMs would only delay the same answer.
+    if (HOPELESS_CONNECT.test(`${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}`)) hopeless?.(err);
+  };
   if (own) redis.on('error', noteError);
   let watchdog: NodeJS.Timeout | undefined;
   try {
@@ -160,19 +187,26 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       ready.then(() => clock.sync()),
       new Promise<never>((_, reject) => {
         watchdog = setTimeout(() => reject(new Error('no answer')), timeoutMs);
+        hopeless = reject;
       }),
     ]);
   } catch (err) {
     if (!own) throw err;
     redis.disconnect();
     const timedOut = (err as Error).message === 'no answer' || /^Command timed out/.test((err as Error).message);
-    const problem = timedOut && connectionErrors.length === 0 ? noAnswerProblem(timeoutMs / 1000) : explainRedisError(err, connectionErrors);
+    const problem =
+      timedOut && connectionErrors.length === 0 ? noAnswerProblem(timeoutMs / 1000, LIBRARY_SETTING_NAMES) : explainRedisError(err, connectionErrors, LIBRARY_SETTING_NAMES);
     throw new Error(`cannot reach the flock's Redis at ${redactRedisUrl(o.redis as string)}: ${formatRedisProblem(problem)}`, { cause: err });
   } finally {
     clearTimeout(watchdog);
     if (own) redis.off('error', noteError);
   }
   let lanes: ReturnType<typeof openLanes> | undefined;
+  let closed = false;
+  /** Refuses a call after close(), in words (else ioredis says "Stream isn't writeable …"). */
+  const open = (call: string): void => {
+    if (closed) throw new FlockClosedError(call);
+  };
   const control = (): ControlContext => {
     lanes ??= openLanes(redis, keys);
     return { redis, keys, store: new Store(redis, keys), lanes, clock, options: { retentionMs: DEFAULT_OPTIONS.retentionMs, prefetchMs: DEFAULT_OPTIONS.prefetchMs }, by };
@@ -189,21 +223,31 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   };
   const actionReason = (call: string, a: unknown): string | undefined => text(`${call} options.reason`, onlyKeys(`${call} options`, a, ['reason']).reason);
   const schedules: FlockSchedules = {
-    upsert: async (def, u) => store.upsert(def, { ...changeOptions('upsert', u), by, via: 'library' }),
-    get: async (name) => store.get(text('get name', name) ?? ''),
+    upsert: async (def, u) => (open('schedules.upsert'), store.upsert(def, { ...changeOptions('upsert', u), by, via: 'library' })),
+    get: async (name) => (open('schedules.get'), store.get(text('get name', name) ?? '')),
     list: async (l) => {
+      open('schedules.list');
       const v = onlyKeys('list options', l, ['prefix', 'tenant', 'labels', 'cursor', 'limit']);
-      text('list options.prefix', v.prefix);
-      text('list options.tenant', v.tenant);
-      text('list options.cursor', v.cursor);
-      wholeNumber('list options.limit', v.limit, 1, 1000);
-      return store.list(v as ListFilter & { cursor?: string; limit?: number });
+      const prefix = text('list options.prefix', v.prefix);
+      const tenant = text('list options.tenant', v.tenant);
+      const labels = labelsFilter('list options.labels', v.labels);
+      const after = v.cursor === undefined ? undefined : decodeListCursor(v.cursor);
+      const limit = wholeNumber('list options.limit', v.limit, 1, 1000);
+      const page = await store.list({
+        ...(prefix !== undefined ? { prefix } : {}),
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(labels !== undefined ? { labels } : {}),
+        ...(after !== undefined ? { cursor: after } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      });
+      return page.cursor === undefined ? { items: page.items } : { items: page.items, cursor: encodeListCursor(page.cursor) };
     },
-    remove: async (name, r) => store.remove(name, { ...changeOptions('remove', r), by, via: 'library' }),
-    suspend: async (name, s) => act('suspend', name, actionReason('suspend', s)),
-    resume: async (name, s) => act('resume', name, actionReason('resume', s)),
-    trigger: async (name, s) => act('trigger', name, actionReason('trigger', s)),
+    remove: async (name, r) => (open('schedules.remove'), store.remove(name, { ...changeOptions('remove', r), by, via: 'library' })),
+    suspend: async (name, s) => (open('schedules.suspend'), act('suspend', name, actionReason('suspend', s))),
+    resume: async (name, s) => (open('schedules.resume'), act('resume', name, actionReason('resume', s))),
+    trigger: async (name, s) => (open('schedules.trigger'), act('trigger', name, actionReason('trigger', s))),
     async next(name, count) {
+      open('schedules.next');
       const n = wholeNumber('next n', count, 1, 10_000) ?? 5;
       const stored = await store.get(name);
       if (!stored) throw new ControlError(`schedule "${name}" is not stored`);
@@ -213,6 +257,7 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       return nextRows(c.schedule, clock.now(), n, false).rows;
     },
     runs: async (name, r) => {
+      open('schedules.runs');
       const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
       const from = timeMs('runs options.from', v.from);
       const to = timeMs('runs options.to', v.to);
@@ -224,19 +269,63 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     namespace: keys.namespace,
     schedules,
     tenants: {
-      list: () => store.tenants(),
+      list: async () => (open('tenants.list'), store.tenants()),
       // The store checks the tenant and the limit (the one check, also for the CLI); said in the library's words.
-      setLimit: (t, n) =>
-        store.setTenantLimit(t, n).catch((err: unknown) => {
+      setLimit: async (t, n) => {
+        open('tenants.setLimit');
+        return store.setTenantLimit(t, n).catch((err: unknown) => {
           if (err instanceof TenantLimitArgumentError) throw new LibraryArgumentError(`tenants.setLimit ${err.argument}`, `${err.rule}; got ${err.got}`);
           throw err;
-        }),
+        });
+      },
     },
     async close() {
+      if (closed) return;
+      closed = true;
       if (lanes) await settlesWithin(closeLanes(lanes), 2_000);
       if (own) redis.disconnect();
     },
   };
+}
+
+/**
+ * Refuses a runner option of the wrong type before compileOptions sees it (a `lockMs: '4s'` became NaN there and
+ * was reported as a stalledIntervalMs problem): the numbers are plain numbers, durations in ms.
+ * @throws LibraryArgumentError naming the option.
+ */
+function checkRunnerOptionTypes(v: Record<string, unknown>): void {
+  for (const [k, x] of Object.entries(v)) {
+    if (x === undefined) continue;
+    const dflt = (DEFAULT_OPTIONS as unknown as Record<string, unknown>)[k];
+    const want = k === 'replica' ? 'string' : typeof dflt;
+    if (want === 'number' && (typeof x !== 'number' || !Number.isFinite(x) || x < 0)) {
+      const example = k.endsWith('Ms') ? `a number of ms, e.g. ${k}: ${String(dflt)} (durations are ms here, not strings such as "4s")` : `a number, e.g. ${k}: ${String(dflt)}`;
+      throw new LibraryArgumentError(`startReplica options.${k}`, `must be ${example}; got ${typeof x === 'string' ? JSON.stringify(x) : String(x)}`);
+    }
+    if (want === 'string' && typeof x !== 'string') throw new LibraryArgumentError(`startReplica options.${k}`, `must be a string; got ${typeof x}`);
+  }
+}
+
+/** Refuses `jobs` that is not an object of functions. @throws LibraryArgumentError naming `jobs.<name>`. */
+function checkJobs(jobs: unknown): void {
+  if (jobs === undefined) return;
+  if (typeof jobs !== 'object' || jobs === null || Array.isArray(jobs)) {
+    throw new LibraryArgumentError('startReplica options.jobs', 'must be an object of handler name → async function, e.g. { sendReport: async ({ params, signal }) => … }');
+  }
+  for (const [name, fn] of Object.entries(jobs)) {
+    if (typeof fn !== 'function') {
+      throw new LibraryArgumentError(`startReplica options.jobs.${name}`, `must be a function (the handler of kind: handler jobs with handler: ${name}), e.g. async ({ params, occurrence, signal }) => …; got ${typeof fn === 'string' ? JSON.stringify(fn) : typeof fn}`);
+    }
+  }
+}
+
+/** Refuses a schedule path that is not there, as `cronflock start <path>` does. @throws LibraryArgumentError */
+async function checkSchedulePath(path: string): Promise<void> {
+  const st = await stat(path).catch((err: NodeJS.ErrnoException) => {
+    const why = err.code === 'ENOENT' ? 'does not exist' : `cannot be read (${err.code ?? err.message})`;
+    throw new LibraryArgumentError('startReplica options.schedulesDir', `${JSON.stringify(path)} ${why}: pass a schedule file or a directory of *.yaml / *.yml files, or leave it out to run the stored schedules alone`);
+  });
+  if (!st.isDirectory() && !st.isFile()) throw new LibraryArgumentError('startReplica options.schedulesDir', `${JSON.stringify(path)} is neither a file nor a directory`);
 }
 
 /** Options of {@link startReplica}: the replica's own, plus any option of `cronflock start` (RunnerOptions). */
@@ -269,13 +358,18 @@ export interface ReplicaHandle {
  * Runs one replica of the flock in this process: the stored schedules (followed as they change) and the
  * schedule files of `schedulesDir`, with `jobs` as the handlers of `kind: handler`. Start as many as you like,
  * in as many processes: all replicas are equal.
- * @throws LibraryArgumentError for an unknown option or a Redis that is not a URL; TypeError for bad `jobs`;
- *   OptionsError for bad option values; Redis errors while reading the stored schedules.
+ * @throws LibraryArgumentError for an unknown option, a value of the wrong type (a duration as a string:
+ *   `lockMs: '4s'`; a handler that is not a function: `jobs.h1`), a Redis that is not a URL, or a `schedulesDir`
+ *   that does not exist; OptionsError for option values that do not fit together (runner/engine/options.ts);
+ *   Redis errors while reading the stored schedules.
  */
 export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandle> {
-  onlyKeys('startReplica options', o ?? null, ['redis', 'namespace', 'schedulesDir', 'jobs', 'logger', 'admin', 'replica', ...Object.keys(DEFAULT_OPTIONS)]);
+  const v = onlyKeys('startReplica options', o ?? null, [...new Set(['redis', 'namespace', 'schedulesDir', 'jobs', 'logger', 'admin', 'replica', ...Object.keys(DEFAULT_OPTIONS)])]);
   if (typeof o.redis !== 'string') throw new LibraryArgumentError('startReplica options.redis', 'must be a Redis URL (e.g. redis://localhost:6379)');
+  checkRunnerOptionTypes(v);
   const { redis, namespace, schedulesDir, jobs, logger, admin, ...rest } = o;
+  checkJobs(jobs);
+  if (text('startReplica options.schedulesDir', schedulesDir) !== undefined) await checkSchedulePath(schedulesDir!);
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });
   const log = logger ?? createLogger({ replica: options.replica });

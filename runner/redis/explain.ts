@@ -10,6 +10,26 @@ export interface RedisProblem {
   hint?: string;
 }
 
+/**
+ * How the hints name the settings a user can change: the CLI's flags by default; the library's options
+ * (runner/library/) name `redis` and `redisTimeoutMs` instead.
+ */
+export interface RedisSettingNames {
+  /** Where the Redis URL is given. */
+  url: string;
+  /** Where the answer timeout is given. */
+  timeout: string;
+  /** Where the CA of a TLS server is given. */
+  tlsCa: string;
+}
+
+/** The CLI's names: its flags and their environment variables. */
+export const CLI_SETTING_NAMES: RedisSettingNames = {
+  url: '--redis / REDIS_URL',
+  timeout: '--redis-timeout (CRONFLOCK_REDIS_TIMEOUT)',
+  tlsCa: '--redis-tls-ca <file> (REDIS_TLS_CA_FILE)',
+};
+
 /** ioredis's own words for "the command was not sent because the connection is not usable". */
 const CLIENT_INTERNALS = [
   /max retries per request/i,
@@ -24,7 +44,7 @@ const CLIENT_INTERNALS = [
  * Known causes, most specific first: each is looked for in the command's error and the connection's errors
  * before the next is (a Cluster's "Failed to refresh slots cache" hides its nodes' WRONGPASS).
  */
-const CAUSES: { test: RegExp; problem: (m: string) => RedisProblem }[] = [
+const CAUSES: { test: RegExp; problem: (m: string, n: RedisSettingNames) => RedisProblem }[] = [
   {
     test: /^OOM /,
     problem: () => ({
@@ -52,21 +72,21 @@ const CAUSES: { test: RegExp; problem: (m: string) => RedisProblem }[] = [
   },
   {
     test: /certificate|CERT_|self[- ]signed|unable to (get|verify)|Hostname\/IP does not match/i,
-    problem: (m) => ({
+    problem: (m, n) => ({
       message: `the Redis server's TLS certificate was not accepted: ${firstLine(m)}`,
-      hint: 'give the CA that signed it with --redis-tls-ca <file> (REDIS_TLS_CA_FILE)',
+      hint: `give the CA that signed it with ${n.tlsCa}`,
     }),
   },
   {
     test: /ECONNREFUSED/,
-    problem: () => ({
+    problem: (_, n) => ({
       message: 'nothing accepts connections there (connection refused)',
-      hint: 'is Redis running, and are the host and port in --redis / REDIS_URL right?',
+      hint: `is Redis running, and are the host and port in ${n.url} right?`,
     }),
   },
   {
     test: /ENOTFOUND|EAI_AGAIN/,
-    problem: () => ({ message: 'the host name does not resolve', hint: 'check the host in --redis / REDIS_URL' }),
+    problem: (_, n) => ({ message: 'the host name does not resolve', hint: `check the host in ${n.url}` }),
   },
   {
     test: /ETIMEDOUT|timed? ?out|no answer within/i,
@@ -109,32 +129,33 @@ export function isRedisUnavailable(err: unknown): boolean {
  * @param err what the command threw.
  * @param connectionErrors the connection's recent `error` events (they hold the cause when the command only
  *   says that the connection was not usable), newest last.
+ * @param names how the hints name the settings (default: the CLI's flags).
  */
-export function explainRedisError(err: unknown, connectionErrors: readonly string[] = []): RedisProblem {
+export function explainRedisError(err: unknown, connectionErrors: readonly string[] = [], names: RedisSettingNames = CLI_SETTING_NAMES): RedisProblem {
   const own = firstLine(err instanceof Error ? err.message : String(err));
   const internal = own === '' || CLIENT_INTERNALS.some((re) => re.test(own));
   // Prefer what the server or the network said; the command's own message only when it says more.
   const candidates = internal ? [...connectionErrors].reverse() : [own, ...[...connectionErrors].reverse()];
   for (const c of CAUSES) {
     const text = candidates.find((t) => c.test.test(t));
-    if (text !== undefined) return c.problem(text);
+    if (text !== undefined) return c.problem(text, names);
   }
   if (!internal) return { message: own };
   const last = connectionErrors.at(-1);
   if (last && !CLIENT_INTERNALS.some((re) => re.test(last))) return { message: firstLine(last) };
-  return { message: 'Redis is not reachable', hint: 'check --redis / REDIS_URL, and that Redis runs' };
+  return { message: 'Redis is not reachable', hint: `check ${names.url}, and that Redis runs` };
 }
 
 /**
  * A server that took the connection (TCP, and TLS when used) but answered nothing within `timeoutS` seconds:
  * paused (SIGSTOP, a debugger), wedged by a long script or command, or not Redis at all.
  */
-export function noAnswerProblem(timeoutS: number): RedisProblem {
+export function noAnswerProblem(timeoutS: number, names: RedisSettingNames = CLI_SETTING_NAMES): RedisProblem {
   return {
     message: `Redis accepted the connection but did not answer within ${timeoutS} s`,
     hint:
       'is the server paused, overloaded or busy with a long command (redis-cli --latency, SLOWLOG GET), and is it Redis ' +
-      'that listens on that port? If it is only slow, raise --redis-timeout (CRONFLOCK_REDIS_TIMEOUT)',
+      `that listens on that port? If it is only slow, raise ${names.timeout}`,
   };
 }
 

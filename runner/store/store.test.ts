@@ -187,8 +187,10 @@ describe('ScheduleStore', () => {
     expect((await store.upsert(def('y1', undefined, { tenant: 'other' }))).ok).toBe(true);
     expect(await store.upsert(def('y2', undefined, { tenant: 'other' }))).toMatchObject({ ok: false, error: { limit: 1, count: 1 } });
     expect((await store.upsert(def('z1'))).ok).toBe(true); // no tenant: no limit
-    await store.setTenantLimit('acme', null); // acme falls to the default (1): still over it
+    await store.setTenantLimit('acme', 'default'); // acme falls to the default (1): still over it
     expect((await store.upsert(def('x3', undefined, { tenant: 'acme' }))).ok).toBe(false);
+    await store.setTenantLimit('other', null); // its own "no limit" overrides the default
+    expect((await store.upsert(def('y2', undefined, { tenant: 'other' }))).ok).toBe(true);
     await store.setTenantLimit('*', null);
     expect((await store.upsert(def('x3', undefined, { tenant: 'acme' }))).ok).toBe(true);
     expect((await store.tenants()).defaultLimit).toBeNull();

@@ -111,13 +111,19 @@ export interface NotStored {
   source?: string;
 }
 
+/** The stored value of a tenant's own "no limit" in the tenant-limits hash: overrides the default (`*`). */
+const TENANT_NO_LIMIT = 'none';
+
 /** One tenant's stored schedules and limit ({@link ScheduleStore.tenants}). */
 export interface TenantInfo {
   tenant: string;
   count: number;
-  /** Its limit: its own, else the default; null: none. */
+  /** Its limit: its own, else the default; null: none (its own "no limit", or no default). */
   limit: number | null;
-  /** Whether `limit` is the default's (`*`). */
+  /**
+   * Whether `limit` is the default's (`*`): it has no limit of its own and a default exists. False when it has
+   * its own limit or its own "no limit" (`set-limit <tenant> none`), which overrides the default.
+   */
   defaultLimit: boolean;
 }
 
@@ -295,27 +301,43 @@ export class ScheduleStore {
   }
 
   /**
-   * Sets the most stored schedules `tenant` may have (`*`: every tenant without a limit of its own); `null`
-   * removes the limit. Lowering it below the tenant's count removes nothing: further upserts of new schedules
-   * of that tenant are refused until it is under the limit again. The one check of these arguments (the library
-   * and `cronflock tenants set-limit` pass theirs here unchecked).
-   * @throws TenantLimitArgumentError when `tenant` is neither a DNS-1123 label nor `*`, or `limit` is neither
-   *   null nor a whole number from 0 to {@link MAX_TENANT_LIMIT}; nothing is written then.
+   * Sets the most stored schedules `tenant` may have (`*`: every tenant without a limit of its own).
+   * - a number: that limit;
+   * - `null`: no limit. For a tenant this is its own "no limit" (stored as `none`), which overrides the default
+   *   (`*`); for `*` it removes the default;
+   * - `'default'`: the tenant drops its own limit (or its own "no limit") and is held to the default again
+   *   (refused for `*`, which is the default).
+   * Lowering a limit below the tenant's count removes nothing: further upserts of new schedules of that tenant are
+   * refused until it is under the limit again. The one check of these arguments (the library and `cronflock
+   * tenants set-limit` pass theirs here unchecked).
+   * @throws TenantLimitArgumentError when `tenant` is neither a DNS-1123 label nor `*`, or `limit` is neither null,
+   *   `'default'` (for a tenant) nor a whole number from 0 to {@link MAX_TENANT_LIMIT}; nothing is written then.
    */
-  async setTenantLimit(tenant: string, limit: number | null): Promise<void> {
+  async setTenantLimit(tenant: string, limit: number | null | 'default'): Promise<void> {
     if (tenant !== '*' && !(typeof tenant === 'string' && tenantSchema.safeParse(tenant).success)) {
       throw new TenantLimitArgumentError('tenant', shown(tenant), `must be a DNS-1123 label (lowercase letters, digits and "-", at most 63), or '*' for every tenant without a limit of its own`);
     }
-    if (limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_TENANT_LIMIT)) {
-      throw new TenantLimitArgumentError('limit', shown(limit), `must be a whole number from 0 to ${MAX_TENANT_LIMIT.toLocaleString('en-US')}, or none (null) to remove the limit`);
+    if (limit === 'default') {
+      if (tenant === '*') throw new TenantLimitArgumentError('limit', shown(limit), "'*' is the default limit itself: set it to a number, or to none (null) to remove it");
+      await this.redis.hdel(this.keys.storeTenantLimits, tenant);
+      return;
     }
-    if (limit === null) await this.redis.hdel(this.keys.storeTenantLimits, tenant);
-    else await this.redis.hset(this.keys.storeTenantLimits, tenant, String(limit));
+    if (limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_TENANT_LIMIT)) {
+      throw new TenantLimitArgumentError(
+        'limit',
+        shown(limit),
+        `must be a whole number from 0 to ${MAX_TENANT_LIMIT.toLocaleString('en-US')}, none (null): no limit, or default: back to the '*' limit`,
+      );
+    }
+    if (limit === null) {
+      if (tenant === '*') await this.redis.hdel(this.keys.storeTenantLimits, tenant);
+      else await this.redis.hset(this.keys.storeTenantLimits, tenant, TENANT_NO_LIMIT);
+    } else await this.redis.hset(this.keys.storeTenantLimits, tenant, String(limit));
   }
 
   /**
-   * Every tenant with stored schedules or a limit of its own, by name, with its count and limit; and the default
-   * limit (`*`; null: none).
+   * Every tenant with stored schedules or a limit of its own (a number or "none"), by name, with its count and
+   * limit; and the default limit (`*`; null: none).
    */
   async tenants(): Promise<{ tenants: TenantInfo[]; defaultLimit: number | null }> {
     const [counts, limits] = await Promise.all([this.redis.hgetall(this.keys.storeTenantCounts), this.redis.hgetall(this.keys.storeTenantLimits)]);
@@ -325,7 +347,8 @@ export class ScheduleStore {
       defaultLimit: def,
       tenants: names.map((tenant) => {
         const own = limits[tenant];
-        return { tenant, count: Number(counts[tenant] ?? 0), limit: own !== undefined ? Number(own) : def, defaultLimit: own === undefined && def !== null };
+        const limit = own === undefined ? def : own === TENANT_NO_LIMIT ? null : Number(own);
+        return { tenant, count: Number(counts[tenant] ?? 0), limit, defaultLimit: own === undefined && def !== null };
       }),
     };
   }

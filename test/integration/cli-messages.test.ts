@@ -2,6 +2,9 @@
  * Messages of the CLI (the built package) against a real redis-server: what a mistyped name gets.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,5 +96,70 @@ describe('trigger --wait', () => {
     const r = spawnSync(process.execPath, [BIN, 'trigger', 'slow', '--wait', '10m'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('must be at most 60s (got 10m)');
+  });
+});
+
+describe('tenants set-limit none / default with a default (*) limit', () => {
+  it("none exempts the tenant from the '*' limit (an explicit no limit); default puts it back under '*'", () => {
+    expect(cli('tenants', 'set-limit', '*', '1').status).toBe(0);
+    const none = cli('tenants', 'set-limit', 'exempt', 'none');
+    expect(none.status, none.stderr).toBe(0);
+    expect(none.stdout).toBe("tenant exempt: no limit (even if '*' has one)\n");
+    let list = cli('tenants', 'list');
+    expect(list.stdout).toMatch(/^exempt\s+0\s+none$/m);
+    const back = cli('tenants', 'set-limit', 'exempt', 'default');
+    expect(back.status, back.stderr).toBe(0);
+    expect(back.stdout).toBe("tenant exempt: the default ('*') limit\n");
+    list = cli('tenants', 'list');
+    expect(list.stdout).not.toMatch(/^exempt/m); // no schedules and no limit of its own
+    const bad = cli('tenants', 'set-limit', '*', 'default');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("'*' is the default limit itself");
+    expect(cli('tenants', 'set-limit', '*', 'none').status).toBe(0);
+  });
+});
+
+describe('messages a user breaking cronflock found', () => {
+  it('--retention too short reads in plain words (not "a --replica that lagged behind")', () => {
+    const r = cli('start', '--retention', '1h', 'examples');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      'cronflock: --retention (3600000 ms) must exceed --horizon + --lookahead (3603000 ms): run records must outlive every occurrence that may still be planned (up to --horizon back and --lookahead ahead), or a planner that fell behind would plan one again after its record expired\n',
+    );
+  });
+
+  it('--lookahead is bounded, with the reason and the default, before anything is planned', () => {
+    const r = cli('start', '--lookahead', '2h', 'examples');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      'cronflock: --lookahead must be at most 5 minutes (got 7200000 ms): every occurrence due within it is planned and kept in Redis at once; a few seconds is enough (default 3000 ms)\n',
+    );
+  });
+
+  it('--listen with an address that is not one names the flag and the expected form (not getaddrinfo ENOTFOUND)', () => {
+    const r = cli('ui', '--listen', '999.1.1.1:80');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe('cronflock: --listen "999.1.1.1:80": 999.1.1.1 is not an IPv4 address (four numbers 0–255); give host:port with an address of this machine, e.g. 127.0.0.1:8080\n');
+    const s = cli('start', '--ui', '--listen', '999.1.1.1:80', 'examples');
+    expect(s.status).toBe(2);
+    expect(s.stderr).toContain('--listen "999.1.1.1:80": 999.1.1.1 is not an IPv4 address');
+  });
+
+  it('--listen with a host name that does not resolve says so, with the expected form', () => {
+    const r = cli('ui', '--listen', 'no-such-host.invalid:8080');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^cronflock: --listen no-such-host\.invalid:8080: the host no-such-host\.invalid does not resolve; --listen takes host:port .*e\.g\. --listen 127\.0\.0\.1:8080/);
+    expect(r.stderr).not.toMatch(/getaddrinfo/);
+  });
+
+  it('a token file without tokens says what the file must contain, with an example', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-tokens-'));
+    const f = join(dir, 'tokens.yaml');
+    writeFileSync(f, 'reads: token\n');
+    const r = cli('ui', '--api-token-file', f);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`--api-token-file ${f}:1:1: tokens: missing: the file must list its tokens\n`);
+    expect(r.stderr).toContain('    - {name: alice, role: operator, sha256:');
+    expect(r.stderr).not.toMatch(/Invalid input|received undefined/);
   });
 });

@@ -16,7 +16,8 @@
   KEYS[6] replicas (ZSET, membership expiry in Redis ms)
   KEYS[7] stored schedules per tenant (HASH tenant → count)
   KEYS[8] tenant index (ZSET of "<tenant>\0<name>", all scored 0)
-  KEYS[9] tenant limits (HASH tenant → most stored schedules; "*": every tenant without its own)
+  KEYS[9] tenant limits (HASH tenant → most stored schedules, or "none": no limit whatever the default; "*": every
+          tenant without its own)
   KEYS[10] audit log (STREAM)
   KEYS[11] replicas last seen (ZSET replica → its latest heartbeat, Redis ms)
   ARGV[1] packed:
@@ -55,6 +56,7 @@ local oldTenant = ''
 if curVersion > 0 and cur[3] then oldTenant = cur[3] end
 local tenant = args.tenant
 if tenant ~= '' and tenant ~= oldTenant then
+  -- the tenant's own limit ("none": explicitly no limit, overriding the default), else the default ('*')
   local limit = tonumber(rcall('HGET', KEYS[9], tenant) or rcall('HGET', KEYS[9], '*'))
   if limit then
     local count = tonumber(rcall('HGET', KEYS[7], tenant)) or 0
