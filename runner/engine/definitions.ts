@@ -230,7 +230,7 @@ export class Definitions {
       if (args.length >= 2 * PUBLISH_CHUNK + 2) await flush([]);
     }
     for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
-    if (args.length > 2 || removed.length === 0) await flush([]);
+    if (args.length > 2) await flush([]); // nothing to send: no call
   }
 
   private publishKeys(): string[] {
