@@ -13,6 +13,7 @@
  *
  *   --schedules 100000 --replicas 3 --rate 1000 --seconds 10 --settle 5
  */
+import { loadavg } from 'node:os';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { connectFlock, type Flock } from '../../runner/library/index.js';
@@ -44,7 +45,27 @@ interface StoreResult {
   latencies?: number[];
   missing?: number;
   busiest?: string;
+  /** Starting the replicas on the stored set: until every replica runs it and `settle` seconds after. */
+  start?: StartCost;
   error?: string;
+}
+
+/**
+ * What starting R replicas on N stored schedules cost, from their start until every replica runs the stored set
+ * and `settle` seconds more: the Redis work (a busy replica that drops out of the membership must not make the
+ * others re-publish every definition: a storm of Redis work while loading), the membership changes the replicas
+ * logged, and how many names of the published definitions changed (`{ns}:defs:version`, one per changed name).
+ */
+interface StartCost {
+  /** Until every replica logged that it runs the stored schedules (s). */
+  untilAllRunS: number;
+  redisCalls: number;
+  redisCpuMs: number;
+  busiest: string;
+  membershipChanges: number;
+  definitionsVersions: number;
+  /** Load average (1 min) of the machine at the end of the phase. */
+  loadAvg: number;
 }
 
 /** A daily cron 12 h away from now, at minute/second spread by `i` (6 fields), changed by `turn`. */
@@ -110,6 +131,11 @@ async function cronflockRun(o: { n: number; replicas: number; rate: number; seco
 
     const marks: AppliedMark[][] = Array.from({ length: o.replicas }, () => []);
     const loaded = new Set<number>();
+    let membershipChanges = 0;
+    const s0 = await redisCounters(probe, redis.runId);
+    const v0 = Number((await probe.get(`{${NAMESPACE}}:defs:version`)) ?? 0);
+    const startT0 = Date.now();
+    let allRunAt = NaN;
     const started = await Promise.allSettled(
       Array.from({ length: o.replicas }, (_, r) =>
         ReplicaProc.start({
@@ -120,7 +146,11 @@ async function cronflockRun(o: { n: number; replicas: number; rate: number; seco
           logLevel: 'info',
           readyTimeoutMs: 120_000 + o.n * 3,
           onLine: (line) => {
-            if (line.includes('running the stored schedules alone')) loaded.add(r);
+            if (line.includes('running the stored schedules alone')) {
+              loaded.add(r);
+              if (loaded.size === o.replicas) allRunAt = Date.now();
+            }
+            if (line.includes('planning membership changed')) membershipChanges++;
             const m = appliedMark(line);
             if (m) marks[r]!.push(m);
           },
@@ -134,6 +164,18 @@ async function cronflockRun(o: { n: number; replicas: number; rate: number; seco
     const dead = procs.find((p) => !p.alive);
     if (dead) throw new Error(`replica ${dead.name} exited while loading: ${(dead.stderrTail || dead.stdoutTail).slice(-600)}`);
     await sleep(o.settle * 1000);
+    const s1 = await redisCounters(probe, redis.runId);
+    const sd = counterDelta(s0, s1);
+    res.start = {
+      untilAllRunS: (allRunAt - startT0) / 1000,
+      redisCalls: sd.calls,
+      redisCpuMs: sd.cpuMs,
+      busiest: topCommands(sd),
+      membershipChanges,
+      definitionsVersions: Number((await probe.get(`{${NAMESPACE}}:defs:version`)) ?? 0) - v0,
+      loadAvg: loadavg()[0]!,
+    };
+    process.stdout.write(`store: start: ${JSON.stringify(res.start)}\n`);
     res.bytesPerScheduleWithReplicas = ((await usedMemory(probe)) - m0) / o.n;
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start(500);
 
@@ -231,6 +273,9 @@ export async function store(f: Flags): Promise<void> {
         ['writing N schedules, one client, 500 in flight (s)', fmt(c.loadS, 1), fmt(b.loadS, 1), ratio(c.loadS, b.loadS)],
         ['Redis memory per schedule, writes alone (bytes)', fmt(c.bytesPerSchedule), fmt(b.bytesPerSchedule), ratio(c.bytesPerSchedule, b.bytesPerSchedule)],
         ['Redis memory per schedule, replicas running (bytes)', fmt(c.bytesPerScheduleWithReplicas), '–', ratio(c.bytesPerScheduleWithReplicas, b.bytesPerSchedule)],
+        [`starting ${replicas} replicas on the stored set: until all run (s)`, fmt(c.start?.untilAllRunS, 1), '–', '–'],
+        [`… Redis commands / Redis CPU (ms) until all run + ${settle} s`, c.start ? `${fmt(c.start.redisCalls)} / ${fmt(c.start.redisCpuMs)}` : '–', '–', '–'],
+        ['… membership changes logged / published-definition changes', c.start ? `${c.start.membershipChanges} / ${c.start.definitionsVersions}` : '–', '–', '–'],
         ['RSS per replica, steady / peak (MB)', `${fmt(max(c.rssMb))} / ${fmt(max(c.peakRssMb))}`, '–', '–'],
         ['changes sent (per s)', `${c.changes} (${fmt(c.changesPerS)})`, `${b.changes} (${fmt(b.changesPerS)})`, '–'],
         ['Redis CPU per change (µs)', fmt(c.redisCpuUsPerChange, 1), fmt(b.redisCpuUsPerChange, 1), ratio(c.redisCpuUsPerChange, b.redisCpuUsPerChange)],
@@ -242,6 +287,7 @@ export async function store(f: Flags): Promise<void> {
         ...(c.error ? [`cronflock: ${c.error}`] : []),
         ...(b.error ? [`BullMQ: ${b.error}`] : []),
         ...(c.missing ? [`cronflock: ${c.missing} change(s) not seen applied by every replica`] : []),
+        ...(c.start ? [`cronflock: busiest Redis commands while starting: ${c.start.busiest}; load average at the end of the start: ${fmt(c.start.loadAvg, 1)}`] : []),
         `cronflock: busiest Redis commands during the changes: ${c.busiest ?? '–'}`,
         `BullMQ: busiest Redis commands during the changes: ${b.busiest ?? '–'}`,
         'cronflock\'s Redis figures include the replicas following the changes (change stream, re-reads, publishing the definitions, their change log); BullMQ\'s workers need no such step (the scheduler lives in Redis).',
@@ -253,6 +299,11 @@ export async function store(f: Flags): Promise<void> {
         'cronflock.loadS': c.loadS,
         'cronflock.bytesPerSchedule': c.bytesPerSchedule,
         'cronflock.bytesPerScheduleWithReplicas': c.bytesPerScheduleWithReplicas ?? NaN,
+        'cronflock.startUntilAllRunS': c.start?.untilAllRunS ?? NaN,
+        'cronflock.startRedisCalls': c.start?.redisCalls ?? NaN,
+        'cronflock.startRedisCpuMs': c.start?.redisCpuMs ?? NaN,
+        'cronflock.startMembershipChanges': c.start?.membershipChanges ?? NaN,
+        'cronflock.startDefinitionsVersions': c.start?.definitionsVersions ?? NaN,
         'cronflock.rssMb': max(c.rssMb),
         'cronflock.peakRssMb': max(c.peakRssMb),
         'cronflock.redisCpuUsPerChange': c.redisCpuUsPerChange,

@@ -42,3 +42,79 @@ describe('published definitions read in pages', () => {
     expect(mine.every((s) => r1.isCurrent(s))).toBe(true);
   });
 });
+
+/**
+ * The re-publication storm (100k stored schedules, 3 replicas): every replica that started with the definitions
+ * the flock already ran renamed itself the publisher of each (100,000 writes, version bumps and change-log entries,
+ * which made every replica read every definition again), and a replica whose busy event loop missed its membership
+ * TTL for a moment made the others re-publish everything it had published.
+ */
+describe('publications that do not re-send what the flock runs', () => {
+  /** Makes `replica` a live member in Redis for a minute (the heartbeat script's ZSET). */
+  const member = async (replica: string): Promise<void> => {
+    const [s] = await redis.time();
+    await redis.zadd(keys.replicas, Number(s) * 1000 + 60_000, replica);
+  };
+  const version = async (): Promise<number> => Number((await redis.get(keys.definitionsVersion)) ?? 0);
+  const evalCalls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(String(await redis.info('commandstats')))?.[1] ?? 0);
+
+  it('writes nothing when a replica publishes the definitions a live member published (no script call per schedule)', async () => {
+    const defs = (await parseScheduleText(file(2_500, 9).replaceAll('s-', 'same-'), 'a.yaml')).schedules;
+    await member('p1');
+    await member('p2');
+    const live = { has: () => true };
+    const p1 = new Definitions(redis, keys, 'p1', live);
+    await p1.publish(defs);
+    const v = await version();
+    const calls = await evalCalls();
+    const p2 = new Definitions(redis, keys, 'p2', live);
+    await p2.publish(defs);
+    expect(await version()).toBe(v);
+    expect(defs.every((s) => p2.isCurrent(s) && p2.has(s.name))).toBe(true);
+    expect(JSON.parse((await redis.hget(keys.definitions, 'same-7'))!).replica).toBe('p1');
+    // One liveness look per publisher, not a publish call per 1,000 schedules.
+    expect((await evalCalls()) - calls).toBeLessThanOrEqual(1);
+  });
+
+  it('the publish script keeps a live publisher of the same definition, and replaces a gone one', async () => {
+    const defs = (await parseScheduleText(file(3, 11).replaceAll('s-', 'script-'), 'a.yaml')).schedules;
+    await member('q1');
+    const q1 = new Definitions(redis, keys, 'q1', { has: () => true });
+    await q1.publish(defs);
+    const v = await version();
+    // Sent to the script (a view that believes q1 gone): q1 is a live member in Redis, so nothing changes.
+    const q2 = new Definitions(redis, keys, 'q2', { has: (r) => r !== 'q1' }, undefined, 0);
+    await q2.publishChanges(defs, []);
+    expect(await version()).toBe(v);
+    expect(JSON.parse((await redis.hget(keys.definitions, 'script-0'))!).replica).toBe('q1');
+    // q1 gone from the membership: the same publication names q2.
+    await redis.zrem(keys.replicas, 'q1');
+    await q2.publishChanges(defs, []);
+    expect(await version()).toBe(v + 3);
+    expect(JSON.parse((await redis.hget(keys.definitions, 'script-0'))!).replica).toBe('q2');
+  });
+
+  it('does not re-publish a same definition whose publisher missed the membership for less than the grace', async () => {
+    const defs = (await parseScheduleText(file(50, 13).replaceAll('s-', 'grace-'), 'a.yaml')).schedules;
+    await member('g1');
+    const alive = new Set(['g1', 'g2', 'g3']);
+    const live = { has: (r: string) => alive.has(r) };
+    await new Definitions(redis, keys, 'g1', live).publish(defs);
+    const g2 = new Definitions(redis, keys, 'g2', live);
+    await g2.publish(defs);
+    const v = await version();
+    // g1's event loop is busy loading: its membership lapses for a moment.
+    alive.delete('g1');
+    await redis.zrem(keys.replicas, 'g1');
+    await g2.refresh();
+    await g2.refresh();
+    expect(await version()).toBe(v);
+    expect(defs.every((s) => g2.isCurrent(s))).toBe(true);
+    // Gone past the grace (0 here): re-published under the name of a live replica.
+    const g3 = new Definitions(redis, keys, 'g3', live, undefined, 0);
+    await g3.publish(defs);
+    await g3.refresh();
+    expect(await version()).toBe(v + 50);
+    expect(JSON.parse((await redis.hget(keys.definitions, 'grace-1'))!).replica).toBe('g3');
+  });
+});

@@ -100,6 +100,15 @@ const CHANGES_PAGE = 2000;
  */
 export const DEFINITIONS_LOG_KEEP = 50_000;
 
+/**
+ * How long (ms) the publisher of a definition that this replica holds too (same hash) must have been missing from
+ * the membership before this replica re-publishes it under its own name. Such a publication decides nothing (every
+ * replica with the same hash runs it whoever is named), so there is no hurry; a replica whose event loop was busy
+ * past its membership TTL (loading 100,000 stored schedules) comes back well within it, and then nobody has
+ * re-published its definitions: without the grace, every other replica re-sent every one of them.
+ */
+export const SAME_DEFINITION_ORPHAN_GRACE_MS = 30_000;
+
 /** The published definition of a schedule, as far as the rule needs it. */
 interface Winner {
   hash: string;
@@ -122,6 +131,8 @@ export class Definitions {
   private version: string | null = null;
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine = new Map<string, CompiledSchedule>();
+  /** Publishers of winners that were not live members at a refresh, since when (performance.now(), ms). */
+  private readonly missingSince = new Map<string, number>();
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keyspace,
@@ -130,6 +141,12 @@ export class Definitions {
     private readonly live: Pick<LiveReplicas, 'has'>,
     /** How many names the change log keeps ({@link DEFINITIONS_LOG_KEEP}; smaller in tests of the fall-back). */
     private readonly logKeep = DEFINITIONS_LOG_KEEP,
+    /**
+     * How long the publisher of a definition equal to this replica's must have been gone before this replica
+     * names itself the publisher ({@link SAME_DEFINITION_ORPHAN_GRACE_MS}; a rival definition's gone publisher is
+     * replaced at once).
+     */
+    private readonly orphanGraceMs = SAME_DEFINITION_ORPHAN_GRACE_MS,
   ) {}
 
   private isLive(replica: string): boolean {
@@ -141,9 +158,31 @@ export class Definitions {
    * longer runs (only where its own publication is the current one). Then refreshes the view.
    */
   async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
-    await this.publishOnly(schedules, removed);
+    await this.publishOnly(await this.notPublished(schedules), removed);
     this.mine = new Map(schedules.map((s) => [s.name, s]));
     await this.refresh();
+  }
+
+  /**
+   * Of `schedules`, those the flock does not already run as they are: no published definition, another hash, or a
+   * publisher that is not a live member in Redis now. The others are not sent: a replica that starts or reloads
+   * with the definitions the flock runs (100,000 of them) costs Redis a read of the view, not a script call per
+   * schedule. Reads the view first when this replica has none yet. A definition published by someone else after
+   * the look is a later load, which wins anyway; a publisher gone after it is the orphan case of {@link refresh}.
+   */
+  private async notPublished(schedules: readonly CompiledSchedule[]): Promise<CompiledSchedule[]> {
+    if (this.version === null) await this.refresh();
+    const publishers = new Set<string>();
+    for (const s of schedules) {
+      const w = this.winners.get(s.name);
+      if (w !== undefined && w.hash === s.definitionHash) publishers.add(w.replica);
+    }
+    const live = new Set<string>();
+    for (const r of publishers) if (r === this.replica || (await isLiveMember(this.redis, this.keys, r))) live.add(r);
+    return schedules.filter((s) => {
+      const w = this.winners.get(s.name);
+      return w === undefined || w.hash !== s.definitionHash || !live.has(w.replica);
+    });
   }
 
   /**
@@ -191,11 +230,11 @@ export class Definitions {
       if (args.length >= 2 * PUBLISH_CHUNK + 2) await flush([]);
     }
     for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
-    if (args.length > 2 || removed.length === 0) await flush([]);
+    if (args.length > 2) await flush([]); // nothing to send: no call
   }
 
   private publishKeys(): string[] {
-    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog];
+    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog, this.keys.replicas];
   }
 
   /**
@@ -216,11 +255,18 @@ export class Definitions {
       changed = await this.readChanges();
     }
     // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
+    const nowMs = performance.now();
+    for (const r of this.missingSince.keys()) if (!this.publishers.has(r) || this.isLive(r)) this.missingSince.delete(r);
     if ([...this.publishers.keys()].every((r) => r === this.replica || this.isLive(r))) return changed;
+    for (const r of this.publishers.keys()) if (r !== this.replica && !this.isLive(r) && !this.missingSince.has(r)) this.missingSince.set(r, nowMs);
     const candidates = [...this.mine.values()].filter((s) => {
       const w = this.winners.get(s.name);
-      // A departed publisher of a rival definition, or of this same one (then only its name is refreshed).
-      return w !== undefined && w.replica !== this.replica && !this.isLive(w.replica);
+      if (w === undefined || w.replica === this.replica || this.isLive(w.replica)) return false;
+      // A departed publisher of a rival definition: this replica's own is the one to run, at once. Of this same
+      // definition (only its publisher's name is refreshed): nothing depends on it soon, so only once the publisher
+      // has been gone for the grace; a replica that missed its membership for a moment (its event loop busy
+      // loading) must not make every other replica re-publish every definition it published.
+      return w.hash !== s.definitionHash || nowMs - this.missingSince.get(w.replica)! >= this.orphanGraceMs;
     });
     const orphaned = candidates.length === 0 ? candidates : await this.stillOrphaned(candidates);
     if (orphaned.length > 0) {

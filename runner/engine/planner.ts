@@ -55,6 +55,19 @@ const PLAN_CHUNK = 500;
  * plan budget it keeps a tick that fell far behind (a long pause) from computing offers it cannot record now.
  */
 const MAX_OFFERED_PER_TICK = 20 * PLAN_CHUNK;
+/**
+ * How long (ms) a membership lasts while its replica loads a large set of schedules ({@link Planner.whileLoading}):
+ * long enough for a load of 100,000 schedules on a busy host, whose event loop may not come round to a tick
+ * within the planning TTL (2 s).
+ */
+export const LOADING_TTL_MS = 30_000;
+/**
+ * The digest a loading replica heartbeats with: it agrees with nobody's, so while it is a member no replica
+ * divides planning (each offers everything it runs, as in a rollout) and none leaves a share to the loading one.
+ */
+export const LOADING_DIGEST_PREFIX = 'loading:';
+/** From how many schedules to load (added, changed or removed) a replica holds its membership while loading. */
+export const LOADING_THRESHOLD = 10_000;
 
 /** What the planner needs from the rest of the replica, given at construction. */
 export interface PlannerRequirements {
@@ -133,7 +146,43 @@ export class Planner {
    */
   async join(schedules: readonly CompiledSchedule[]): Promise<void> {
     this.digest = definitionsDigest(schedules);
-    await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
+    // A large start is a load: the membership is held until the first tick (start() then ends the hold).
+    this.joinHeld = schedules.length >= LOADING_THRESHOLD;
+    if (this.joinHeld) this.loading++;
+    await this.heartbeatNow();
+  }
+
+  /**
+   * Runs `load` (a reload or a change of many schedules) with this replica's membership held: heartbeats at once,
+   * and at every tick until `load` ends, with {@link LOADING_TTL_MS} and a digest that agrees with nobody's
+   * ({@link LOADING_DIGEST_PREFIX}). Why: loading 100,000 schedules keeps the event loop busy in slices of up to a
+   * second or more on a loaded host; a replica that missed its 2 s TTL dropped out of the membership and came back,
+   * and every such change made the others recompute what they own and (before the publish script checked the
+   * publisher's liveness) re-publish every definition it had published — a storm of Redis work while loading.
+   * Held this way, the replica stays a live member (its publications count), and since its digest agrees with no
+   * one's, no replica divides planning meanwhile: nobody leaves its share to a replica that may not tick, and one
+   * that dies while loading costs duplicate offers for at most the TTL, never a due time without an offer. The
+   * first heartbeat after `load` restores the digest and the TTL.
+   */
+  async whileLoading<T>(load: () => Promise<T>): Promise<T> {
+    this.loading++;
+    try {
+      await this.heartbeatNow();
+      return await load();
+    } finally {
+      this.loading--;
+    }
+  }
+
+  /** Loads in progress ({@link whileLoading}, or a large {@link join} until the first tick). */
+  private loading = 0;
+  /** Whether {@link join} holds the membership until {@link start}. */
+  private joinHeld = false;
+
+  /** The heartbeat this replica sends now: its digest and TTL, or the loading ones while it loads. */
+  private heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
+    const loading = this.loading > 0;
+    return this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(LOADING_TTL_MS, this.membershipTtlMs) : this.membershipTtlMs);
   }
 
   /**
@@ -156,6 +205,11 @@ export class Planner {
       this.cursors.set(s.name, from);
       const next = s.due.next(from);
       if (next !== null) this.heap.push(next, s);
+    }
+    // The hold of a large join ends here: the first tick heartbeats with the digest and the planning TTL.
+    if (this.joinHeld) {
+      this.joinHeld = false;
+      this.loading--;
     }
     this.stopped = false;
     this.schedule(0);
@@ -282,7 +336,7 @@ export class Planner {
    * rival's publisher left): both are re-checked only when the membership or the definitions changed.
    */
   private async refreshView(definitionsChanged: boolean | readonly string[]): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
-    const members = await this.store.heartbeat(this.opts.replica, this.digest, this.membershipTtlMs);
+    const members = await this.heartbeatNow();
     const before = this.view;
     const view = new OwnershipView(members, this.opts.replica, this.digest);
     this.view = view;

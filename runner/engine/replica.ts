@@ -23,7 +23,7 @@ import { EngineEvents } from './events.js';
 import { Executor } from './executor.js';
 import { LiveReplicas } from './ownership.js';
 import type { RunnerOptions } from './options.js';
-import { Planner } from './planner.js';
+import { LOADING_THRESHOLD, Planner } from './planner.js';
 import { OutboxDeliverer } from '../outbox/deliverer.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import type { CompiledSchedule } from '../config/load.js';
@@ -322,6 +322,23 @@ export class Replica {
    * finish. The new definitions are published: being the latest loaded, they win (definitions.ts).
    */
   async reload(schedules: readonly CompiledSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+    // A large reload (the stored schedules' first read, a big file) holds the membership (planner.ts whileLoading).
+    if (this.changeCount(schedules) >= LOADING_THRESHOLD) return this.planner.whileLoading(() => this.reloadNow(schedules));
+    return this.reloadNow(schedules);
+  }
+
+  /** How many schedules a reload to `schedules` adds, changes or removes. */
+  private changeCount(schedules: readonly CompiledSchedule[]): number {
+    const hashes = new Map(this.running.map((s) => [s.name, s.definitionHash]));
+    let n = 0;
+    for (const s of schedules) {
+      if (hashes.get(s.name) !== s.definitionHash) n++;
+      hashes.delete(s.name);
+    }
+    return n + hashes.size;
+  }
+
+  private async reloadNow(schedules: readonly CompiledSchedule[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.update(schedules);
     this.executor.setSchedules(schedules);
     this.outbox?.setSchedules(schedules);
@@ -352,6 +369,12 @@ export class Replica {
    * are found through each touched schedule's run index, not by reading every pending occurrence.
    */
   async applyChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+    // A large batch (a full read after a trimmed change stream) holds the membership (planner.ts whileLoading).
+    if (upserted.length + removed.length >= LOADING_THRESHOLD) return this.planner.whileLoading(() => this.applyChangesNow(upserted, removed));
+    return this.applyChangesNow(upserted, removed);
+  }
+
+  private async applyChangesNow(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
     const diff = this.planner.applyChanges(upserted, removed);
     this.executor.changeSchedules(upserted, diff.removed);
     this.outbox?.changeSchedules(upserted, diff.removed);

@@ -127,7 +127,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: [1, 0, 0],
     },
     'publish-definitions': {
-      keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog],
+      keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog, k.replicas],
       argv: ['a', 100, 's', JSON.stringify({ cron: '* * * * *', definitionHash: 'h1', replica: 'a' }), '|', 'gone'],
       returns: 1,
     },

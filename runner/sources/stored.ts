@@ -23,6 +23,7 @@ import { ScheduleStore, type StoredSchedule } from '../store/store.js';
 import { ownedElsewhere, ownerText, type NameOwner } from '../store/ownership.js';
 import { connectWorker, type RedisTlsFiles } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
+import { Slices } from '../time/slices.js';
 import { sleep } from '../time/wait.js';
 
 /** A stored schedule compiled, with its version. */
@@ -162,7 +163,11 @@ export class StoredSchedules {
 
   private async compileAll(list: readonly StoredSchedule[]): Promise<AppliedStored[]> {
     const out: AppliedStored[] = [];
+    // In slices: compiling 100,000 definitions takes seconds, during which the planner must still tick (its
+    // heartbeat keeps this replica's membership; runner/time/slices.ts).
+    const slices = new Slices();
     for (const s of list) {
+      await slices.pass();
       const r = await checkDefinition(s.definition, this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {});
       if (r.ok) out.push({ schedule: r.schedule, version: s.version });
       else this.log.error({ schedule: s.name, version: s.version, problems: r.error.problems }, `stored schedule cannot run on this replica: ${r.error.message}`);

@@ -1,8 +1,11 @@
 --[[
   publish-definitions: publish a replica's schedule definitions, the rule being "the definition loaded last
-  wins" (runner/engine/definitions.ts). For each schedule: the same hash as published only names the caller as
-  its publisher; a different one replaces it, stamped with the Redis time. Then the caller withdraws the names
-  it no longer runs, where its own publication is the current one.
+  wins" (runner/engine/definitions.ts). For each schedule: the same hash as published changes nothing while its
+  publisher is a live member (a replica that starts, reloads or comes back with the definitions the flock runs
+  writes nothing: at 100,000 schedules a rename of every publisher was 100,000 writes, version bumps and change-log
+  entries that made every replica read every definition again), and names the caller as its publisher when the
+  publisher is gone; a different hash replaces it, stamped with the Redis time. Then the caller withdraws the
+  names it no longer runs, where its own publication is the current one.
 
   Every changed name takes the next value of the version counter and is recorded with it in the change log (ZSET
   name → the version of its latest change), so that readers read only the names changed since the version they
@@ -15,6 +18,7 @@
   KEYS[2] version (counter)
   KEYS[3] change log (ZSET name → version)
   KEYS[4] change log's state (HASH: floor, logged)
+  KEYS[5] members (ZSET replica → membership expiry, Redis ms: heartbeat.lua)
   ARGV[1] replica
   ARGV[2] how many names the change log keeps
   ARGV[3..] pairs of name and JSON (without loadedAtMs: the script stamps it with the Redis time), then '|'
@@ -37,15 +41,27 @@ local function changed(name)
   redis.call('ZADD', KEYS[3], version, name)
 end
 
+-- Whether a publisher is a live member now, looked up once per publisher (a handful) per call.
+local liveness = {}
+local function live(replica)
+  local l = liveness[replica]
+  if l == nil then
+    local expiry = redis.call('ZSCORE', KEYS[5], replica)
+    l = expiry ~= false and expiry ~= nil and tonumber(expiry) > now
+    liveness[replica] = l
+  end
+  return l
+end
+
 local i = 3
 while ARGV[i] ~= '|' do
   local name, mine = ARGV[i], cjson.decode(ARGV[i + 1])
   local raw = redis.call('HGET', KEYS[1], name)
   local cur = raw and cjson.decode(raw)
   if cur and cur.definitionHash == mine.definitionHash then
-    -- Same content: nothing to decide; name the latest publisher, which is the one most likely to be alive
-    -- (a publication counts while its publisher is a live member).
-    if cur.replica ~= ARGV[1] then
+    -- Same content: nothing to decide. A publication counts while its publisher is a live member, so a gone
+    -- publisher is replaced by the caller; a live one is kept (no write, no version, no change-log entry).
+    if cur.replica ~= ARGV[1] and not live(cur.replica) then
       cur.replica = ARGV[1]
       redis.call('HSET', KEYS[1], name, cjson.encode(cur))
       changed(name)
