@@ -100,7 +100,7 @@ describe('publications that do not re-send what the flock runs', () => {
     const alive = new Set(['g1', 'g2', 'g3']);
     const live = { has: (r: string) => alive.has(r) };
     await new Definitions(redis, keys, 'g1', live).publish(defs);
-    const g2 = new Definitions(redis, keys, 'g2', live);
+    const g2 = new Definitions(redis, keys, 'g2', live, undefined, 60_000);
     await g2.publish(defs);
     const v = await version();
     // g1's event loop is busy loading: its membership lapses for a moment.

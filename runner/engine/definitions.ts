@@ -102,12 +102,14 @@ export const DEFINITIONS_LOG_KEEP = 50_000;
 
 /**
  * How long (ms) the publisher of a definition that this replica holds too (same hash) must have been missing from
- * the membership before this replica re-publishes it under its own name. Such a publication decides nothing (every
- * replica with the same hash runs it whoever is named), so there is no hurry; a replica whose event loop was busy
- * past its membership TTL (loading 100,000 stored schedules) comes back well within it, and then nobody has
- * re-published its definitions: without the grace, every other replica re-sent every one of them.
+ * the membership before this replica re-publishes it under its own name. 0: at once. Control operations (`suspend`,
+ * `trigger`, the API's actions: engine/control.ts) refuse a schedule whose publisher is not a live member, so any
+ * grace is a window in which they refuse schedules the flock still runs (seen: 30 s after a SIGKILL); the storm it
+ * was meant to prevent (a replica busy loading 100,000 schedules missing its membership TTL, every other replica
+ * re-sending its definitions) is prevented by the loading hold instead (planner.ts whileLoading: a long TTL while a
+ * large load runs). Kept as a constructor parameter for tests of the mechanism.
  */
-export const SAME_DEFINITION_ORPHAN_GRACE_MS = 30_000;
+export const SAME_DEFINITION_ORPHAN_GRACE_MS = 0;
 
 /** The published definition of a schedule, as far as the rule needs it. */
 interface Winner {
