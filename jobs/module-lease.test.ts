@@ -66,13 +66,19 @@ async function started(file: string, lease: HandLease): Promise<void> {
 // Room for tsx (this test runs the TypeScript host): transforming an edited source needs more than 512 MiB.
 const limits = { loadTimeoutMs: 30_000, memoryLimitMb: 2048 };
 
+/** Starts the ticking job in a process under a hand-renewed lease and waits for its first tick. */
+async function startTicking(file: string): Promise<{ lease: HandLease; outcome: Promise<string> }> {
+  const lease = new HandLease();
+  const run = runSandboxed('process', ctx(lease), { file: TICKS, params: { ms: 6000, every: 20, file }, occurrence, replica: 'test-replica' }, limits);
+  const outcome = run.then(() => 'resolved', (e: Error) => e.message);
+  await Promise.race([started(file, lease), run]); // a job that fails at once says why
+  return { lease, outcome };
+}
+
 describe('module job process and its lease', () => {
   it('a replica that answers but does not renew: the process waits past abortAt (heartbeats), then ends before the lease end', async () => {
     const file = join(dir, 'answers');
-    const lease = new HandLease();
-    const run = runSandboxed('process', ctx(lease), { file: TICKS, params: { ms: 6000, every: 20, file }, occurrence, replica: 'test-replica' }, limits);
-    const outcome = run.then(() => 'resolved', (e: Error) => e.message);
-    await Promise.race([started(file, lease), run]); // a job that fails at once says why
+    const { lease, outcome } = await startTicking(file);
     const renewedMono = performance.now();
     const renewedWall = Date.now();
     const untilMono = lease.renew(); // the last renewal: none after it, but this process keeps answering
@@ -91,10 +97,7 @@ describe('module job process and its lease', () => {
 
   it('a hung replica (its event loop blocked: no heartbeats): the signal fires at abortAt and the process ends at killAt', async () => {
     const file = join(dir, 'hung');
-    const lease = new HandLease();
-    const run = runSandboxed('process', ctx(lease), { file: TICKS, params: { ms: 6000, every: 20, file }, occurrence, replica: 'test-replica' }, limits);
-    const outcome = run.then(() => 'resolved', (e: Error) => e.message);
-    await Promise.race([started(file, lease), run]); // a job that fails at once says why
+    const { lease, outcome } = await startTicking(file);
     const renewedMono = performance.now();
     const renewedWall = Date.now();
     const untilMono = lease.renew();
