@@ -451,6 +451,7 @@ export class Executor {
         retentionMs: o.retentionMs,
         startingDeadlineMs: startingDeadlineForClaimMs(sched, d), // a blackout delay counts against it
         earlyToleranceMs: 0,
+        catchUpGraceMs: o.catchUpGraceMs,
         maxStalls: o.maxStalls,
         origin: d.origin ?? 'schedule',
         concurrencyPolicy: sched.concurrencyPolicy,

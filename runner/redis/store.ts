@@ -76,6 +76,8 @@ export type ClaimResult =
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
   | { status: 'stale' }
+  /** A scheduled occurrence past the catch-up grace whose record Redis lost: run nothing, the re-plan decides. */
+  | { status: 'plan-lost' }
   | { status: 'missed'; reason: string }
   | { status: 'skipped'; reason: string }
   | { status: 'paused' }
@@ -96,6 +98,12 @@ export interface ClaimRequest {
   /** null: no starting deadline. */
   startingDeadlineMs: number | null;
   earlyToleranceMs: number;
+  /**
+   * A scheduled occurrence (origin `schedule`) without a record this long (ms) after its fire time was lost with
+   * Redis's last writes: the claim answers `lost` and runs nothing, and the planner's re-plan decides it by the
+   * catch-up policy (lua/includes/claim-one.lua). Absent: a missing record is created and claimed.
+   */
+  catchUpGraceMs?: number;
   maxStalls: number;
   concurrencyPolicy: ConcurrencyPolicy;
   /** null: no limit. */
@@ -299,6 +307,7 @@ export class Store {
       key: r.key,
       startingDeadlineMs: r.startingDeadlineMs ?? -1,
       earlyToleranceMs: r.earlyToleranceMs,
+      catchUpGraceMs: r.catchUpGraceMs ?? -1,
       maxStalls: r.maxStalls,
       origin: r.origin,
       concurrencyPolicy: r.concurrencyPolicy,
@@ -597,6 +606,7 @@ function claimResult(out: [string, ...(string | number)[]], acked: number | unde
       // The starting deadline, with the group or rate limit it waited for (lua/claim.lua).
       return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
     case 'stale':
+    case 'plan-lost':
     case 'paused':
     case 'stalled-out':
       return { status: out[0] };
