@@ -249,11 +249,13 @@ export class Replica {
         live,
         mayPlan: (s) => definitions.isCurrent(s),
         beforeTick: async () => ((await definitions.refresh()) ? definitions.takeChanged() : false),
+        onHandoffs: () => executor.takeHandoffs(),
       });
       const executor = new Executor(store, keys, wrk, clock, o, log, {
         events,
         isCurrent: (s) => definitions.isCurrent(s),
         isPublished: (name) => definitions.has(name),
+        publisherOf: (name) => definitions.publisherOf(name),
         tracer: p.tracing ?? NO_TRACING,
       });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);

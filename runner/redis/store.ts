@@ -548,11 +548,39 @@ export class Store {
    * Redis clock (and notes when it was last seen), drops members whose registration expired, and returns the
    * live members (this one included).
    */
-  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
+  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ members: { replica: string; digest: string }[]; handoffs: number }> {
     const k = this.keys;
-    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen], [replica, digest, ttlMs])) as string[];
-    const res = [];
-    for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica)], [replica, digest, ttlMs])) as (string | number)[];
+    const members = [];
+    for (let i = 1; i + 1 < out.length; i += 2) members.push({ replica: String(out[i]), digest: String(out[i + 1]) });
+    return { members, handoffs: Number(out[0]) };
+  }
+
+  /**
+   * Hands an occurrence's delivery to replica `to` (the publisher of the definition this replica lacks), to be
+   * taken at its next heartbeat ({@link takeHandoffs}); the entry set lives `ttlMs` after the latest hand-off.
+   * Idempotent for an equal `delivery`.
+   */
+  async handOff(to: string, delivery: { fireMs: number }, ttlMs: number): Promise<void> {
+    const key = this.keys.handoffs(to);
+    await this.redis.multi().zadd(key, delivery.fireMs, JSON.stringify(delivery)).pexpire(key, ttlMs).exec();
+  }
+
+  /**
+   * Takes (removes and returns, at most `limit`) the deliveries handed to `replica` that fire within `untilMs` of
+   * now on the Redis clock (lua/handoff-take.lua); entries that are not JSON objects are dropped.
+   */
+  async takeHandoffs(replica: string, untilMs: number, limit: number): Promise<unknown[]> {
+    const out = (await this.scripts.run('handoff-take', [this.keys.handoffs(replica)], [untilMs, limit])) as string[];
+    const res: unknown[] = [];
+    for (const raw of out) {
+      try {
+        const v: unknown = JSON.parse(raw);
+        if (v !== null && typeof v === 'object') res.push(v);
+      } catch {
+        // not ours: dropped (the delivery job itself still exists)
+      }
+    }
     return res;
   }
 
