@@ -51,6 +51,8 @@ export interface ExecutorRequirements {
   isPublished?: (name: string) => boolean;
   /** The live replica whose definition of this schedule name is the published one, if any (handoffs.ts). */
   publisherOf?: (name: string) => string | undefined;
+  /** A live replica that can run what this one lacks (a job kind's `requires`), if any (handoffs.ts). */
+  replicaWith?: (capability: string) => Promise<string | undefined>;
   /** Traces of attempts (runner/tracing/): gives each job its span context; default: no tracing. */
   tracer?: OccurrenceTracer;
 }
@@ -159,6 +161,7 @@ export class Executor {
   private readonly isCurrent: (s: CompiledSchedule) => boolean;
   private readonly isPublished: (name: string) => boolean;
   private readonly publisherOf: (name: string) => string | undefined;
+  private readonly replicaWith: (capability: string) => Promise<string | undefined>;
   /** Deliveries handed to this replica that are being processed (handoffs.ts); a stop waits for them. */
   private readonly handedHere = new Set<Promise<unknown>>();
   private takingHandoffs = false;
@@ -179,6 +182,7 @@ export class Executor {
     this.isCurrent = needs.isCurrent ?? (() => true);
     this.isPublished = needs.isPublished ?? (() => false);
     this.publisherOf = needs.publisherOf ?? (() => undefined);
+    this.replicaWith = needs.replicaWith ?? (() => Promise.resolve(undefined));
     this.tracer = needs.tracer ?? NO_TRACING;
     this.heldHereLimit = Math.max(1, Math.floor(opts.concurrency / 4));
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
@@ -338,11 +342,11 @@ export class Executor {
   }
 
   /**
-   * Hands a delivery this replica may not run to the live publisher of the winning definition (handoffs.ts). Its
-   * job is given back as well (the caller does), so a failed hand-off only costs the shortcut.
+   * Hands a delivery this replica may not or cannot run to replica `to` (the live publisher of the winning
+   * definition, or one that can run the job: handoffs.ts); nothing when there is none. Its job is given back as
+   * well (the caller does), so a failed hand-off only costs the shortcut.
    */
-  private async handOff(d: OccurrenceJobData): Promise<void> {
-    const to = this.publisherOf(d.schedule);
+  private async handOff(d: OccurrenceJobData, to: string | undefined): Promise<void> {
     if (to === undefined || to === this.opts.replica) return;
     const delivery: OccurrenceJobData = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule' };
     await this.store.handOff(to, delivery, this.opts.horizonMs).catch((err: unknown) => this.log.debug({ occurrence: d.key, err: String(err) }, 'hand-off failed; the delivery goes back to the queue alone'));
@@ -421,7 +425,7 @@ export class Executor {
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
       const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
       if (!closed) {
-        await this.handOff(d);
+        await this.handOff(d, this.publisherOf(d.schedule));
         return dl.backUntil(this.clock.now() + 1000);
       }
       this.log.warn({ occurrence: d.key }, reason);
@@ -434,7 +438,7 @@ export class Executor {
       // horizon on the Redis clock, nobody ran it in time.
       if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; handing the delivery to its publisher');
-      await this.handOff(d);
+      await this.handOff(d, this.publisherOf(d.schedule));
       return dl.backUntil(this.clock.now() + 1000);
     }
     const unavailable = kind.unavailable?.(sched.job);
@@ -449,6 +453,8 @@ export class Executor {
         this.unavailableWarned.set(d.schedule, now);
         this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
       }
+      const need = kind.requires?.(sched.job);
+      if (need !== undefined) await this.handOff(d, await this.replicaWith(need).catch(() => undefined));
       return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';

@@ -82,8 +82,8 @@ export interface PlannerRequirements {
    * what `mayPlan` answers may have changed for any schedule, the names when only for those.
    */
   beforeTick?: () => Promise<boolean | readonly string[] | void>;
-  /** Called after a heartbeat that found occurrences handed to this replica (runner/engine/handoffs.ts). */
-  onHandoffs?: () => void;
+  /** Called after every heartbeat with how many occurrences are handed to this replica (runner/engine/handoffs.ts). */
+  afterHeartbeat?: (handoffs: number) => void;
 }
 
 /** Plans occurrences of a set of schedules; one per replica. */
@@ -185,7 +185,7 @@ export class Planner {
   private async heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
     const loading = this.loading > 0;
     const beat = await this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(LOADING_TTL_MS, this.membershipTtlMs) : this.membershipTtlMs);
-    if (beat.handoffs > 0) this.needs.onHandoffs?.();
+    this.needs.afterHeartbeat?.(beat.handoffs);
     return beat.members;
   }
 

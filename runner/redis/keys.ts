@@ -82,6 +82,13 @@ export class Keyspace {
   handoffs(replica: string): string {
     return `${this.ns}:handoffs:${replica}`;
   }
+  /**
+   * HASH replica → what it can run that others may not, space-separated (its registered handlers, `handler:<name>`):
+   * where a replica without a handler hands a delivery (runner/engine/handoffs.ts).
+   */
+  get replicaCapabilities(): string {
+    return `${this.ns}:replicas:can`;
+  }
   /** HASH replica → what it says about itself for the dashboard (runner/api/replica-info.ts). */
   get replicaInfo(): string {
     return `${this.ns}:replicas:info`;

@@ -73,7 +73,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       },
       returns: [key, '', '|'],
     },
-    heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a')], argv: ['a', 'digest', 2000], returns: [0, 'a', 'digest'] },
+    heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a'), k.replicaCapabilities], argv: ['a', 'digest', 2000], returns: [0, 'a', 'digest'] },
     claim: { keys: claimKeys, argv: claimArgv, returns: [['claimed', 1, 1, anyNumber, anyNumber]] },
     'enqueue-manual': {
       keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
@@ -262,9 +262,9 @@ describe('the script loader', () => {
   it('defines each script once per connection and refuses a call with the wrong number of keys', async () => {
     const scripts = Scripts.on(redis);
     expect(Scripts.on(redis)).toBe(scripts);
-    await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a')], ['a', 'd', 1000]);
+    await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a'), k.replicaCapabilities], ['a', 'd', 1000]);
     expect(typeof (redis as unknown as Record<string, unknown>).cronflockHeartbeat).toBe('function');
-    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 4 keys, got 1');
+    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 5 keys, got 1');
   });
 
   it("refuses packed arguments whose fields are not the header's, and a list for a packed script (or the reverse)", () => {

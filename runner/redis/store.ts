@@ -550,7 +550,7 @@ export class Store {
    */
   async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ members: { replica: string; digest: string }[]; handoffs: number }> {
     const k = this.keys;
-    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica)], [replica, digest, ttlMs])) as (string | number)[];
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica), k.replicaCapabilities], [replica, digest, ttlMs])) as (string | number)[];
     const members = [];
     for (let i = 1; i + 1 < out.length; i += 2) members.push({ replica: String(out[i]), digest: String(out[i + 1]) });
     return { members, handoffs: Number(out[0]) };
@@ -586,7 +586,7 @@ export class Store {
 
   /** Leaves the membership at once (graceful stop), so the others take this replica's share at their next tick. */
   async leave(replica: string): Promise<void> {
-    await this.redis.multi().zrem(this.keys.replicas, replica).hdel(this.keys.replicaDigests, replica).exec();
+    await this.redis.multi().zrem(this.keys.replicas, replica).hdel(this.keys.replicaDigests, replica).hdel(this.keys.replicaCapabilities, replica).exec();
   }
 
   /** Planning watermarks (latest planned due time, ms) for the given schedules; absent ones are undefined. */
