@@ -5,15 +5,14 @@
  * queue alone, it went to a replica without the handler again as often as those asked first (two of three here),
  * a second late each time. Real replica processes (the library's startReplica) on a real redis-server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectFlock, type Flock } from '../../runner/library/index.js';
 import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { sleep } from '../support/flock.js';
+import { startAppReplica } from '../support/app-replica.js';
 
-const APP = fileURLToPath(new URL('../fixtures/store/replica-app.mjs', import.meta.url));
 const NS = 'hand';
 
 let server: RedisServerProcess;
@@ -21,15 +20,10 @@ let redis: Redis;
 let flock: Flock;
 const procs: ChildProcess[] = [];
 
-function startApp(name: string, handlers: string): Promise<ChildProcess> {
-  const p = spawn(process.execPath, [APP, server.url, name, NS, handlers], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startApp(name: string, handlers: string): Promise<ChildProcess> {
+  const p = await startAppReplica(server.url, name, NS, handlers);
   procs.push(p);
-  return new Promise((resolve, reject) => {
-    p.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) resolve(p);
-    });
-    p.once('exit', (code) => reject(new Error(`replica ${name} exited with ${code}`)));
-  });
+  return p;
 }
 
 beforeAll(async () => {
