@@ -4,8 +4,9 @@
  * jobs are functions of that application rather than module files or URLs.
  *
  * A replica that has no handler of that name does not claim the occurrence (so it neither fails it nor holds
- * it): it gives the delivery back for a replica that has the handler (a rollout where only new replicas have a
- * new handler). If no replica runs it within the horizon, it is recorded `skipped` with the reason
+ * it): it hands the delivery to a live replica that registered the handler (each replica publishes its handler
+ * names: runner/engine/handoffs.ts) and gives it back (applications whose replicas register different handlers,
+ * a rollout where only new replicas have a new handler). If no replica runs it within the horizon, it is recorded `skipped` with the reason
  * `no replica has handler "<name>" registered` (engine/executor.ts, via {@link JobKind.unavailable}).
  */
 import { z } from 'zod';
@@ -69,6 +70,12 @@ export const handlerJob: JobKind<HandlerJobParams> = {
   schema: handlerJobSchema,
   unavailable(params) {
     return registered.has(params.handler) ? undefined : `no replica has handler "${params.handler}" registered`;
+  },
+  requires(params) {
+    return `handler:${params.handler}`;
+  },
+  capabilities() {
+    return [...registered.keys()].map((name) => `handler:${name}`);
   },
   async run(ctx: JobContext, params: HandlerJobParams): Promise<unknown> {
     const fn = registered.get(params.handler);

@@ -231,6 +231,14 @@ export interface JobKind<Params extends { kind: string } = { kind: string }, Com
    * this reason.
    */
   unavailable?(params: Compiled): string | undefined;
+  /**
+   * What a replica must have to run jobs with these parameters (e.g. `handler:sendReport`), as replicas publish it
+   * with {@link capabilities}; undefined when every replica can. Paired with {@link unavailable}: a replica that
+   * cannot run a delivery hands it to a live replica that publishes this (runner/engine/handoffs.ts).
+   */
+  requires?(params: Compiled): string | undefined;
+  /** What this process can run of this kind that others may not (e.g. its registered handlers, `handler:<name>`). */
+  capabilities?(): string[];
   /** Does the work of one attempt. Resolves on success; rejects (or throws) on failure. */
   run(ctx: JobContext, params: Compiled): Promise<unknown>;
 }

@@ -396,6 +396,12 @@ export class Definitions {
     return w !== undefined && this.isLive(w.replica);
   }
 
+  /** The live replica whose definition of `name` is the published one (undefined: none, or it is gone). */
+  publisherOf(name: string): string | undefined {
+    const w = this.winners.get(name);
+    return w !== undefined && this.isLive(w.replica) ? w.replica : undefined;
+  }
+
   /**
    * True when this replica's definition of `s` is the published one, or nothing is published for it, or its
    * publisher is no longer live.

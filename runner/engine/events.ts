@@ -19,7 +19,7 @@ import type { PlannedOccurrenceTrace } from '../tracing/tracer.js';
 export interface RunEvent {
   schedule: string;
   key: string;
-  state: 'started' | Exclude<RunState, 'scheduled' | 'running'> | 'lost' | 'handover' | 'paused' | 'final' | 'stale' | 'stalled-out';
+  state: 'started' | Exclude<RunState, 'scheduled' | 'running'> | 'lost' | 'handover' | 'paused' | 'final' | 'stale' | 'plan-lost' | 'stalled-out';
   replica: string;
   /** Where the occurrence comes from (the planner, trigger, backfill, resume). */
   origin?: Origin;

@@ -39,6 +39,7 @@ import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 import { sleep } from '../time/wait.js';
 import { redisFailure } from '../redis/outage.js';
+import { HANDOFF_TAKE_LIMIT, parseHandoff } from './handoffs.js';
 
 /** What the executor needs from the rest of the replica, given at construction. */
 export interface ExecutorRequirements {
@@ -48,6 +49,10 @@ export interface ExecutorRequirements {
   isCurrent?: (s: CompiledSchedule) => boolean;
   /** Whether some live replica publishes a definition of this schedule name; default: none does. */
   isPublished?: (name: string) => boolean;
+  /** The live replica whose definition of this schedule name is the published one, if any (handoffs.ts). */
+  publisherOf?: (name: string) => string | undefined;
+  /** A live replica that can run what this one lacks (a job kind's `requires`), if any (handoffs.ts). */
+  replicaWith?: (capability: string) => Promise<string | undefined>;
   /** Traces of attempts (runner/tracing/): gives each job its span context; default: no tracing. */
   tracer?: OccurrenceTracer;
 }
@@ -155,6 +160,11 @@ export class Executor {
   private schedules = new Map<string, CompiledSchedule>();
   private readonly isCurrent: (s: CompiledSchedule) => boolean;
   private readonly isPublished: (name: string) => boolean;
+  private readonly publisherOf: (name: string) => string | undefined;
+  private readonly replicaWith: (capability: string) => Promise<string | undefined>;
+  /** Deliveries handed to this replica that are being processed (handoffs.ts); a stop waits for them. */
+  private readonly handedHere = new Set<Promise<unknown>>();
+  private takingHandoffs = false;
   private readonly events: EngineEvents;
   /** Traces of attempts (runner/tracing/); none unless tracing is on. */
   private readonly tracer: OccurrenceTracer;
@@ -171,6 +181,8 @@ export class Executor {
     this.events = needs.events;
     this.isCurrent = needs.isCurrent ?? (() => true);
     this.isPublished = needs.isPublished ?? (() => false);
+    this.publisherOf = needs.publisherOf ?? (() => undefined);
+    this.replicaWith = needs.replicaWith ?? (() => Promise.resolve(undefined));
     this.tracer = needs.tracer ?? NO_TRACING;
     this.heldHereLimit = Math.max(1, Math.floor(opts.concurrency / 4));
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
@@ -190,11 +202,11 @@ export class Executor {
 
   /** Starts taking deliveries: one worker on each lane's queue. */
   start(): void {
-    if (this.opts.batchSize > 1) {
-      this.liveQueue = new Queue(this.keys.queueName, { connection: this.connection, prefix: this.keys.ns });
-      this.liveQueue.on('error', (err) => this.log.debug({ err: err.message }, 'queue error'));
-      this.runSlots = new Slots(this.opts.concurrency);
-    }
+    // Members of batches, and deliveries handed to this replica (handoffs.ts), go back as jobs of their own
+    // through this queue and take these run slots.
+    this.liveQueue = new Queue(this.keys.queueName, { connection: this.connection, prefix: this.keys.ns });
+    this.liveQueue.on('error', (err) => this.log.debug({ err: err.message }, 'queue error'));
+    this.runSlots = new Slots(this.opts.concurrency);
     const lanes: [string, number][] = [
       [this.keys.queueName, this.opts.concurrency],
       [this.keys.backlogQueueName, this.opts.backlogConcurrency],
@@ -241,6 +253,7 @@ export class Executor {
     // code is fenced, and the process must be able to exit.
     const handoverDeadline = performance.now() + 5_000;
     while (this.active.size > 0 && performance.now() < handoverDeadline) await sleep(20);
+    await Promise.allSettled([...this.handedHere]);
     await closing;
     await this.liveQueue?.close().catch(() => undefined);
   }
@@ -329,6 +342,42 @@ export class Executor {
   }
 
   /**
+   * Hands a delivery this replica may not or cannot run to replica `to` (the live publisher of the winning
+   * definition, or one that can run the job: handoffs.ts); nothing when there is none. Its job is given back as
+   * well (the caller does), so a failed hand-off only costs the shortcut.
+   */
+  private async handOff(d: OccurrenceJobData, to: string | undefined): Promise<void> {
+    if (to === undefined || to === this.opts.replica) return;
+    const delivery: OccurrenceJobData = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule' };
+    await this.store.handOff(to, delivery, this.opts.horizonMs).catch((err: unknown) => this.log.debug({ occurrence: d.key, err: String(err) }, 'hand-off failed; the delivery goes back to the queue alone'));
+  }
+
+  /**
+   * Takes the deliveries handed to this replica that fire within the prefetch and processes each as a member of
+   * a batch (what goes back goes back as a job of its own). Called after a heartbeat that found some; one call at
+   * a time; entries firing later are taken at a later heartbeat.
+   */
+  takeHandoffs(): void {
+    if (this.takingHandoffs || this.stopping.signal.aborted || !this.liveQueue) return;
+    this.takingHandoffs = true;
+    void this.store
+      .takeHandoffs(this.opts.replica, this.opts.prefetchMs + this.opts.tickMs, HANDOFF_TAKE_LIMIT)
+      .then((entries) => {
+        for (const raw of entries) {
+          const d = parseHandoff(raw);
+          if (!d) continue;
+          const p = this.processSafely(d, this.memberDelivery(d)).catch(() => undefined);
+          this.handedHere.add(p);
+          void p.finally(() => this.handedHere.delete(p));
+        }
+      })
+      .catch((err: unknown) => this.log.debug({ err: String(err) }, 'taking hand-offs failed; next heartbeat'))
+      .finally(() => {
+        this.takingHandoffs = false;
+      });
+  }
+
+  /**
    * A batch job: each occurrence waits for its own fire time and is claimed on its own (in parallel). The job
    * completes when every occurrence has ended here or gone on as a job of its own (a retry, a give-back, a
    * hand-over on SIGTERM). A batch delivered a second time (its holder died: BullMQ's stall check put it back)
@@ -375,7 +424,10 @@ export class Executor {
       // until the horizon has passed on the Redis clock.
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
       const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
-      if (!closed) return dl.backUntil(this.clock.now() + 1000);
+      if (!closed) {
+        await this.handOff(d, this.publisherOf(d.schedule));
+        return dl.backUntil(this.clock.now() + 1000);
+      }
       this.log.warn({ occurrence: d.key }, reason);
       return;
     }
@@ -385,7 +437,8 @@ export class Executor {
       // A newer definition of this schedule is published: leave the run to a replica that has it; past the
       // horizon on the Redis clock, nobody ran it in time.
       if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
-      this.log.debug({ occurrence: d.key }, 'a newer definition is published; giving the delivery back');
+      this.log.debug({ occurrence: d.key }, 'a newer definition is published; handing the delivery to its publisher');
+      await this.handOff(d, this.publisherOf(d.schedule));
       return dl.backUntil(this.clock.now() + 1000);
     }
     const unavailable = kind.unavailable?.(sched.job);
@@ -400,6 +453,8 @@ export class Executor {
         this.unavailableWarned.set(d.schedule, now);
         this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
       }
+      const need = kind.requires?.(sched.job);
+      if (need !== undefined) await this.handOff(d, await this.replicaWith(need).catch(() => undefined));
       return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';
@@ -451,6 +506,7 @@ export class Executor {
         retentionMs: o.retentionMs,
         startingDeadlineMs: startingDeadlineForClaimMs(sched, d), // a blackout delay counts against it
         earlyToleranceMs: 0,
+        catchUpGraceMs: o.catchUpGraceMs,
         maxStalls: o.maxStalls,
         origin: d.origin ?? 'schedule',
         concurrencyPolicy: sched.concurrencyPolicy,

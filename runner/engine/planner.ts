@@ -82,6 +82,8 @@ export interface PlannerRequirements {
    * what `mayPlan` answers may have changed for any schedule, the names when only for those.
    */
   beforeTick?: () => Promise<boolean | readonly string[] | void>;
+  /** Called after every heartbeat with how many occurrences are handed to this replica (runner/engine/handoffs.ts). */
+  afterHeartbeat?: (handoffs: number) => void;
 }
 
 /** Plans occurrences of a set of schedules; one per replica. */
@@ -180,9 +182,11 @@ export class Planner {
   private joinHeld = false;
 
   /** The heartbeat this replica sends now: its digest and TTL, or the loading ones while it loads. */
-  private heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
+  private async heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
     const loading = this.loading > 0;
-    return this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(LOADING_TTL_MS, this.membershipTtlMs) : this.membershipTtlMs);
+    const beat = await this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(LOADING_TTL_MS, this.membershipTtlMs) : this.membershipTtlMs);
+    this.needs.afterHeartbeat?.(beat.handoffs);
+    return beat.members;
   }
 
   /**

@@ -18,6 +18,7 @@ import { totalBackfill } from '../records/backfill.js';
 import { scheduleOfKey } from '../schedule/occurrence.js';
 import { BackfillAdmission } from './backfill-admission.js';
 import { Definitions } from './definitions.js';
+import { CapabilityDirectory } from './handoffs.js';
 import { closeLanes, openLanes, type Lanes } from './enqueue.js';
 import { EngineEvents } from './events.js';
 import { Executor } from './executor.js';
@@ -244,16 +245,23 @@ export class Replica {
       // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
       const live = new LiveReplicas();
       const definitions = new Definitions(cmd, keys, o.replica, live);
+      const capabilities = new CapabilityDirectory(cmd, keys, o.replica, live);
       const planner = new Planner(store, lanes, keys, clock, o, log, {
         events,
         live,
         mayPlan: (s) => definitions.isCurrent(s),
         beforeTick: async () => ((await definitions.refresh()) ? definitions.takeChanged() : false),
+        afterHeartbeat: (handoffs) => {
+          if (handoffs > 0) executor.takeHandoffs();
+          capabilities.publishIfChanged().catch((err: unknown) => log.debug({ err: String(err) }, 'publishing capabilities failed; next heartbeat'));
+        },
       });
       const executor = new Executor(store, keys, wrk, clock, o, log, {
         events,
         isCurrent: (s) => definitions.isCurrent(s),
         isPublished: (name) => definitions.has(name),
+        publisherOf: (name) => definitions.publisherOf(name),
+        replicaWith: (capability) => capabilities.replicaWith(capability),
         tracer: p.tracing ?? NO_TRACING,
       });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);

@@ -74,6 +74,21 @@ export class Keyspace {
   get replicasSeen(): string {
     return `${this.ns}:replicas:seen`;
   }
+  /**
+   * ZSET of occurrences handed to one replica (member: the delivery's JSON, score: its fire time, Redis ms): a
+   * replica holding an older definition hands a delivery to the publisher of the current one, which takes it at
+   * its next heartbeat (runner/engine/handoffs.ts).
+   */
+  handoffs(replica: string): string {
+    return `${this.ns}:handoffs:${replica}`;
+  }
+  /**
+   * HASH replica → what it can run that others may not, space-separated (its registered handlers, `handler:<name>`):
+   * where a replica without a handler hands a delivery (runner/engine/handoffs.ts).
+   */
+  get replicaCapabilities(): string {
+    return `${this.ns}:replicas:can`;
+  }
   /** HASH replica → what it says about itself for the dashboard (runner/api/replica-info.ts). */
   get replicaInfo(): string {
     return `${this.ns}:replicas:info`;

@@ -73,7 +73,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       },
       returns: [key, '', '|'],
     },
-    heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen], argv: ['a', 'digest', 2000], returns: ['a', 'digest'] },
+    heartbeat: { keys: [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a'), k.replicaCapabilities], argv: ['a', 'digest', 2000], returns: [0, 'a', 'digest'] },
     claim: { keys: claimKeys, argv: claimArgv, returns: [['claimed', 1, 1, anyNumber, anyNumber]] },
     'enqueue-manual': {
       keys: [k.occurrence(key), k.pending, k.runs('s'), k.schedules],
@@ -133,6 +133,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
     },
     'definitions-changes': { keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog], argv: [0, 100], returns: ['changes', '0'] },
     'owned-names': { keys: [k.definitions, k.replicas, k.replicasSeen], argv: [600_000, 's'], returns: [] },
+    'handoff-take': { keys: [k.handoffs('a')], argv: [500, 10], returns: [] },
     'is-live-member': { before: () => redis.zadd(k.replicas, now + 60_000, 'a'), keys: [k.replicas], argv: ['a'], returns: 1 },
     time: { keys: [k.ns], argv: [], returns: [expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/)] },
     'job-lock-acquire': { keys: [k.jobLock('l'), k.jobFence('l')], argv: ['owner', 2000], returns: [1, anyNumber] },
@@ -261,9 +262,9 @@ describe('the script loader', () => {
   it('defines each script once per connection and refuses a call with the wrong number of keys', async () => {
     const scripts = Scripts.on(redis);
     expect(Scripts.on(redis)).toBe(scripts);
-    await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen], ['a', 'd', 1000]);
+    await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a'), k.replicaCapabilities], ['a', 'd', 1000]);
     expect(typeof (redis as unknown as Record<string, unknown>).cronflockHeartbeat).toBe('function');
-    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 3 keys, got 1');
+    expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 5 keys, got 1');
   });
 
   it("refuses packed arguments whose fields are not the header's, and a list for a packed script (or the reverse)", () => {

@@ -64,6 +64,7 @@ export const SCRIPT_NAMES = [
   'store-upsert',
   'store-remove',
   'owned-names',
+  'handoff-take',
 ] as const;
 
 /** The name of a script: its file name without `.lua`. */

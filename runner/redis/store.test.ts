@@ -193,6 +193,23 @@ describe('claim', () => {
     expect(await redis.exists(keys.occurrence(key))).toBe(0);
   });
 
+  it('runs nothing for a scheduled occurrence whose record Redis lost past the catch-up grace: the re-plan decides', async () => {
+    // A delivery that outlived Redis's lost writes (a batch held in a replica's memory) finds no record: past the
+    // catch-up grace it must not run on its own (the catch-up policy decides over all overdue due times together).
+    const now = await redisNow();
+    const late = occurrenceKey('s', now - 5000);
+    expect(await store.claim(req(late, now - 5000, now - 5000, { catchUpGraceMs: 1000 }))).toEqual({ status: 'plan-lost' });
+    expect(await redis.exists(keys.occurrence(late))).toBe(0);
+    // Within the grace it is on time, as the re-plan would record it: created and claimed.
+    const onTime = occurrenceKey('s', now - 200);
+    expect((await store.claim(req(onTime, now - 200, now - 200, { catchUpGraceMs: 1000 }))).status).toBe('claimed');
+    // Work asked for after the fact (a trigger) and a claim without a grace are created and claimed as before.
+    const manual = occurrenceKey('s', now - 6000);
+    expect((await store.claim(req(manual, now - 6000, now - 6000, { catchUpGraceMs: 1000, origin: 'manual' }))).status).toBe('claimed');
+    const noGrace = occurrenceKey('s', now - 7000);
+    expect((await store.claim(req(noGrace, now - 7000, now - 7000))).status).toBe('claimed');
+  });
+
   it('fails the occurrence with a reason after more stalls than the limit', async () => {
     const now = await redisNow();
     const key = occurrenceKey('s', now);

@@ -76,6 +76,8 @@ export type ClaimResult =
   | { status: 'held'; waitMs: number; holder: string }
   | { status: 'final'; state: string }
   | { status: 'stale' }
+  /** A scheduled occurrence past the catch-up grace whose record Redis lost: run nothing, the re-plan decides. */
+  | { status: 'plan-lost' }
   | { status: 'missed'; reason: string }
   | { status: 'skipped'; reason: string }
   | { status: 'paused' }
@@ -96,6 +98,12 @@ export interface ClaimRequest {
   /** null: no starting deadline. */
   startingDeadlineMs: number | null;
   earlyToleranceMs: number;
+  /**
+   * A scheduled occurrence (origin `schedule`) without a record this long (ms) after its fire time was lost with
+   * Redis's last writes: the claim answers `lost` and runs nothing, and the planner's re-plan decides it by the
+   * catch-up policy (lua/includes/claim-one.lua). Absent: a missing record is created and claimed.
+   */
+  catchUpGraceMs?: number;
   maxStalls: number;
   concurrencyPolicy: ConcurrencyPolicy;
   /** null: no limit. */
@@ -299,6 +307,7 @@ export class Store {
       key: r.key,
       startingDeadlineMs: r.startingDeadlineMs ?? -1,
       earlyToleranceMs: r.earlyToleranceMs,
+      catchUpGraceMs: r.catchUpGraceMs ?? -1,
       maxStalls: r.maxStalls,
       origin: r.origin,
       concurrencyPolicy: r.concurrencyPolicy,
@@ -539,17 +548,45 @@ export class Store {
    * Redis clock (and notes when it was last seen), drops members whose registration expired, and returns the
    * live members (this one included).
    */
-  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ replica: string; digest: string }[]> {
+  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ members: { replica: string; digest: string }[]; handoffs: number }> {
     const k = this.keys;
-    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen], [replica, digest, ttlMs])) as string[];
-    const res = [];
-    for (let i = 0; i + 1 < out.length; i += 2) res.push({ replica: out[i]!, digest: out[i + 1]! });
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica), k.replicaCapabilities], [replica, digest, ttlMs])) as (string | number)[];
+    const members = [];
+    for (let i = 1; i + 1 < out.length; i += 2) members.push({ replica: String(out[i]), digest: String(out[i + 1]) });
+    return { members, handoffs: Number(out[0]) };
+  }
+
+  /**
+   * Hands an occurrence's delivery to replica `to` (the publisher of the definition this replica lacks), to be
+   * taken at its next heartbeat ({@link takeHandoffs}); the entry set lives `ttlMs` after the latest hand-off.
+   * Idempotent for an equal `delivery`.
+   */
+  async handOff(to: string, delivery: { fireMs: number }, ttlMs: number): Promise<void> {
+    const key = this.keys.handoffs(to);
+    await this.redis.multi().zadd(key, delivery.fireMs, JSON.stringify(delivery)).pexpire(key, ttlMs).exec();
+  }
+
+  /**
+   * Takes (removes and returns, at most `limit`) the deliveries handed to `replica` that fire within `untilMs` of
+   * now on the Redis clock (lua/handoff-take.lua); entries that are not JSON objects are dropped.
+   */
+  async takeHandoffs(replica: string, untilMs: number, limit: number): Promise<unknown[]> {
+    const out = (await this.scripts.run('handoff-take', [this.keys.handoffs(replica)], [untilMs, limit])) as string[];
+    const res: unknown[] = [];
+    for (const raw of out) {
+      try {
+        const v: unknown = JSON.parse(raw);
+        if (v !== null && typeof v === 'object') res.push(v);
+      } catch {
+        // not ours: dropped (the delivery job itself still exists)
+      }
+    }
     return res;
   }
 
   /** Leaves the membership at once (graceful stop), so the others take this replica's share at their next tick. */
   async leave(replica: string): Promise<void> {
-    await this.redis.multi().zrem(this.keys.replicas, replica).hdel(this.keys.replicaDigests, replica).exec();
+    await this.redis.multi().zrem(this.keys.replicas, replica).hdel(this.keys.replicaDigests, replica).hdel(this.keys.replicaCapabilities, replica).exec();
   }
 
   /** Planning watermarks (latest planned due time, ms) for the given schedules; absent ones are undefined. */
@@ -597,6 +634,7 @@ function claimResult(out: [string, ...(string | number)[]], acked: number | unde
       // The starting deadline, with the group or rate limit it waited for (lua/claim.lua).
       return { status: 'missed', reason: String(out[1] ?? 'starting deadline exceeded') };
     case 'stale':
+    case 'plan-lost':
     case 'paused':
     case 'stalled-out':
       return { status: out[0] };

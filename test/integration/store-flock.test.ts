@@ -38,16 +38,15 @@
  * planner's divided planning under event-loop stalls longer than the 2 s membership (take-over after stored
  * changes forgets `plannable`, planner.ts applyChanges/update). Make 10,000 the default once that is fixed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectFlock, type Flock } from '../../runner/library/index.js';
 import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { sleep } from '../support/flock.js';
+import { startAppReplica } from '../support/app-replica.js';
 
-const APP = fileURLToPath(new URL('../fixtures/store/replica-app.mjs', import.meta.url));
 /**
  * The issue's scale (10,000) with CRONFLOCK_ACCEPT_FULL=1; 2,000 otherwise (67 runs/s), until the silent misses
  * the full scale finds under load (see the header, "Known") are fixed: then make 10,000 the default.
@@ -70,15 +69,10 @@ let redis: Redis;
 let flock: Flock;
 const procs: ChildProcess[] = [];
 
-function startApp(name: string): Promise<ChildProcess> {
-  const p = spawn(process.execPath, [APP, server.url, name, NS], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startApp(name: string): Promise<ChildProcess> {
+  const p = await startAppReplica(server.url, name, NS);
   procs.push(p);
-  return new Promise((resolve, reject) => {
-    p.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) resolve(p);
-    });
-    p.once('exit', (code) => reject(new Error(`replica ${name} exited with ${code}`)));
-  });
+  return p;
 }
 
 beforeAll(async () => {

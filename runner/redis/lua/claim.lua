@@ -41,7 +41,8 @@
             replica (the claimant), lockMs (the lease), horizonMs (an unknown occurrence older than this is not
             created: stale), retentionMs (how long the record lives after its fire time, or once final),
             schedule, dueMs, fireMs, key (the occurrence key), startingDeadlineMs (-1: none),
-            earlyToleranceMs (how long before the fire time a claim is accepted), maxStalls (stalls after which
+            earlyToleranceMs (how long before the fire time a claim is accepted), catchUpGraceMs (an unknown
+            scheduled occurrence later than this after its fire time is 'lost'; -1: never), maxStalls (stalls after which
             the occurrence fails: stalled-out), origin (schedule | manual | backfill | resume),
             concurrencyPolicy (Allow | Forbid | Replace), maxConcurrent (-1: no limit), gates (the concurrency
             group and rate limits the claim must pass, includes/gates.lua: a list of maps; empty: none)
@@ -54,6 +55,8 @@
                                   rate limit says wait (who: the gate's label, e.g. "group cluster-prod")
     {'final', state}              already finished: nothing to do
     {'stale'}                     older than the horizon and unknown: a revived duplicate, run nothing
+    {'plan-lost'}                 a scheduled occurrence without a record past the catch-up grace: Redis lost
+                                  its plan; run nothing, the re-plan decides (catch-up policy)
     {'missed', reason}            recorded missed: it can no longer start within its starting deadline (the
                                   reason names the group or rate limit it waited for, if any)
     {'skipped', reason}           recorded skipped: suspended, overlap (Forbid) or superseded (Replace)

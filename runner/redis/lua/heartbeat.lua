@@ -9,10 +9,14 @@
   KEYS[2] digests (HASH replica → definitions digest)
   KEYS[3] last seen (ZSET replica → its latest heartbeat, Redis ms; entries a day old dropped): how long ago a
           publisher of a file's names was here (names stay owned a while after: runner/store/ownership.ts)
+  KEYS[4] the caller's handoffs (ZSET, runner/engine/handoffs.ts): how many wait is answered, so that a replica
+          takes them only when there are some
+  KEYS[5] capabilities (HASH replica → what it can run, runner/engine/handoffs.ts): a gone member's is removed
   ARGV[1] replica
   ARGV[2] digest
   ARGV[3] ttlMs
-  Returns: flat list replica, digest, replica, digest, … of the live members (the caller included).
+  Returns: the number of occurrences handed to the caller, then a flat list replica, digest, replica, digest, …
+           of the live members (the caller included).
 ]]
 -- @include "includes/now.lua"
 
@@ -23,8 +27,9 @@ rcall('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 86400000)
 for _, gone in ipairs(rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
   rcall('ZREM', KEYS[1], gone)
   rcall('HDEL', KEYS[2], gone)
+  rcall('HDEL', KEYS[5], gone)
 end
-local out = {}
+local out = {rcall('ZCARD', KEYS[4])}
 for _, member in ipairs(rcall('ZRANGE', KEYS[1], 0, -1)) do
   out[#out + 1] = member
   out[#out + 1] = rcall('HGET', KEYS[2], member) or ''

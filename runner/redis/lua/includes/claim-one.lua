@@ -18,6 +18,13 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   local rec = rcall('HMGET', occKey, unpack(FIELDS))
   if not rec[1] then
     if now - dueMs > horizonMs then return {'stale'} end
+    -- A scheduled occurrence's record is written when it is planned (plan.lua), so a missing one within the
+    -- horizon was lost with Redis's last writes (a restart from an older AOF, a failover to a lagging replica).
+    -- Past the catch-up grace, whether it runs late is the catch-up policy's decision over every overdue due
+    -- time of its schedule together, which the planner's re-plan of what Redis lost makes (plan.lua): a delivery
+    -- that outlived the loss (a batch held in a replica's memory) must not run it on its own.
+    local graceMs = a.catchUpGraceMs or -1
+    if origin == 'schedule' and graceMs >= 0 and now > fireMs + graceMs then return {'plan-lost'} end
     createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, 'scheduled', '', replica, retentionMs)
     rcall('ZADD', pendingKey, fireMs, key)
     rec = rcall('HMGET', occKey, unpack(FIELDS))
