@@ -22,9 +22,11 @@
  * - Planning is divided, not duplicated: each tick the replica renews its membership (heartbeat script) and
  *   offers only the schedules it owns by rendezvous hashing over the live replicas that run the same
  *   definitions (ownership.ts). A dead or stopped owner drops out after `membershipTtlMs`, which is shorter
- *   than what it had already planned ahead (`lookaheadMs − prefetchMs − tickMs`), and the replica that gains a
- *   schedule first offers its due times of the last `membershipTtlMs + 2 × tickMs` again: nothing falls
- *   between two owners. Views that disagree for a tick cost duplicate offers, which the plan script absorbs.
+ *   than what it had already planned ahead (`lookaheadMs − prefetchMs − tickMs`). A replica moves its cursor of
+ *   a schedule it does not plan without offering it (the schedule is `passive` here); when it plans it again,
+ *   however it gained it, it first offers the due times from the schedule's watermark up to its cursor again:
+ *   nothing falls between two owners. Views that disagree for a tick cost duplicate offers, which the plan
+ *   script absorbs.
  *
  * Cost: schedules sit in a min-heap by next due time, so a tick touches only schedules with due occurrences,
  * not every registered schedule; with R replicas each offers about 1/R of them.

@@ -38,9 +38,9 @@ const NAMES = Array.from({ length: 12 }, (_, i) => `g${i}`);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-/** Schedules due every second; `timeout` tells two definitions apart (same due times, another hash). */
-async function schedules(timeout: string, names = NAMES): Promise<CompiledSchedule[]> {
-  const text = `schedules:\n${names.map((n) => `  - {name: ${n}, cron: "* * * * * *", job: {kind: http, url: "http://127.0.0.1:1/", timeout: ${timeout}}}\n`).join('')}`;
+/** Schedules due every second (or on `cron`); `timeout` tells two definitions apart (same due times, another hash). */
+async function schedules(timeout: string, names = NAMES, cron = '* * * * * *'): Promise<CompiledSchedule[]> {
+  const text = `schedules:\n${names.map((n) => `  - {name: ${n}, cron: "${cron}", job: {kind: http, url: "http://127.0.0.1:1/", timeout: ${timeout}}}\n`).join('')}`;
   const r = await parseScheduleText(text, 'takeover-gap.yaml');
   expect(r.errors).toEqual([]);
   return r.schedules;
@@ -56,14 +56,14 @@ afterEach(async () => {
 });
 
 /** A planner of replica `name` as a replica builds it (replica.ts), started with its timer off. */
-async function plannerOf(name: string): Promise<Harness> {
+async function plannerOf(name: string, tickMs = 500): Promise<Harness> {
   const cmd = connectCommands(pr.server.url, `tg:${name}`);
   if (cmd.status !== 'ready') await new Promise((resolve) => cmd.once('ready', resolve)); // no offline queue
   const clock = new RedisClock(cmd, undefined, keys.ns);
   await clock.sync();
   const lanes: Lanes = openLanes(cmd, keys);
   const log = pino({ level: 'silent' }) as unknown as Logger;
-  const planner = new Planner(new Store(cmd, keys), lanes, keys, clock, compileOptions({ replica: name, namespace: NS, lookaheadMs: LOOKAHEAD_MS }), log, {
+  const planner = new Planner(new Store(cmd, keys), lanes, keys, clock, compileOptions({ replica: name, namespace: NS, lookaheadMs: LOOKAHEAD_MS, tickMs }), log, {
     events: new EngineEvents(),
     live: new LiveReplicas(),
   });
@@ -125,8 +125,8 @@ async function killAndTakeOver(
 }
 
 /** Both replicas join, start (timers off) and tick three rounds: the schedules are divided between them. */
-async function divided(s: CompiledSchedule[]): Promise<{ r1: Planner; r2: Planner }> {
-  const [h1, h2] = [await plannerOf('r1'), await plannerOf('r2')];
+async function divided(s: CompiledSchedule[], o: { planned?: boolean; tickMs?: number } = {}): Promise<{ r1: Planner; r2: Planner }> {
+  const [h1, h2] = [await plannerOf('r1', o.tickMs), await plannerOf('r2', o.tickMs)];
   await h1.planner.join(s);
   await h2.planner.join(s);
   await h1.planner.start(s, { ticking: false });
@@ -136,8 +136,7 @@ async function divided(s: CompiledSchedule[]): Promise<{ r1: Planner; r2: Planne
     await h2.planner.tick();
     await sleep(500);
   }
-  const planned = await pr.redis.hgetall(keys.watermarks);
-  expect(Object.keys(planned).sort()).toEqual([...NAMES].sort());
+  if (o.planned !== false) expect(Object.keys(await pr.redis.hgetall(keys.watermarks)).sort()).toEqual([...NAMES].sort());
   return { r1: h1.planner, r2: h2.planner };
 }
 
@@ -166,5 +165,34 @@ describe('a replica that gains schedules offers the due times its cursor passed 
     }
     const { missing } = await killAndTakeOver(r1, r2, () => undefined);
     expect(missing).toEqual([]);
+  }, 30_000);
+
+  it('but not the due times before a changed definition started', async () => {
+    // Never due in the test (no watermark before the change). With 2 s ticks the TTL is 4 s and the take-over's
+    // guess (now − TTL − 2 ticks) lies 3–4 s before the change: without the change as its bound, the take-over
+    // would offer the new definition's due times from before it existed.
+    const s = await schedules('5s', NAMES, '0 0 1 1 *');
+    const { r1, r2 } = await divided(s, { planned: false, tickMs: 2_000 });
+    const ttlMs = 4_000;
+    const changed = await schedules('5s', NAMES, '* * * * * *');
+    const changedAt = await redisNow();
+    r2.applyChanges(changed, []);
+    r1.applyChanges(changed, []);
+    const lastHeartbeat = performance.now();
+    await r1.tick(); // r1's last tick (it plans its share of the changed definitions), then it dies
+    for (let i = 0; i < 3; i++) {
+      await sleep(500);
+      await r2.tick(); // r1's share of the changed schedules: passive on r2
+    }
+    expect(performance.now() - lastHeartbeat, 'busy machine: r1 lapsed before the take-over under test').toBeLessThan(ttlMs - 200);
+    await sleep(lastHeartbeat + ttlMs + 500 - performance.now());
+    await r2.tick(); // takes over r1's share of the changed schedules
+    const before: string[] = [];
+    for (const n of NAMES) {
+      for (const key of await pr.redis.zrange(keys.runs(n), 0, -1)) if (Date.parse(key.slice(n.length + 1)) <= changedAt) before.push(key);
+    }
+    expect(before).toEqual([]);
+    // And the take-over happened: every due time from the change on has a record.
+    expect(await silent(NAMES, changedAt + 1_000, (await redisNow()) + 2_000)).toEqual([]);
   }, 30_000);
 });
