@@ -22,9 +22,11 @@
  * - Planning is divided, not duplicated: each tick the replica renews its membership (heartbeat script) and
  *   offers only the schedules it owns by rendezvous hashing over the live replicas that run the same
  *   definitions (ownership.ts). A dead or stopped owner drops out after `membershipTtlMs`, which is shorter
- *   than what it had already planned ahead (`lookaheadMs − prefetchMs − tickMs`), and the replica that gains a
- *   schedule first offers its due times of the last `membershipTtlMs + 2 × tickMs` again: nothing falls
- *   between two owners. Views that disagree for a tick cost duplicate offers, which the plan script absorbs.
+ *   than what it had already planned ahead (`lookaheadMs − prefetchMs − tickMs`). A replica moves its cursor of
+ *   a schedule it does not plan without offering it (the schedule is `passive` here); when it plans it again,
+ *   however it gained it, it first offers the due times from the schedule's watermark up to its cursor again:
+ *   nothing falls between two owners. Views that disagree for a tick cost duplicate offers, which the plan
+ *   script absorbs.
  *
  * Cost: schedules sit in a min-heap by next due time, so a tick touches only schedules with due occurrences,
  * not every registered schedule; with R replicas each offers about 1/R of them.
@@ -92,8 +94,24 @@ export class Planner {
   private readonly cursors = new Map<string, number>();
   /** The schedules planned now; heap entries of other (replaced, removed) objects are dropped when popped. */
   private current = new Map<string, CompiledSchedule>();
-  /** Names this replica offered as of the latest check (mayPlan and owned); undefined before the first one. */
-  private plannable: Set<string> | undefined;
+  /**
+   * Schedules whose cursor this replica moved past due times it did not offer (another replica owned them, or this
+   * replica's definition was not the one to plan). The one rule of a take-over: when this replica plans such a
+   * schedule again, however it came to (an owner left or its membership lapsed, the definitions changed, a reload
+   * or a stored change in the same tick), it first offers the due times from the schedule's watermark up to its
+   * cursor again ({@link takeOverOffer}). Kept per schedule, not derived from a comparison of what was planned at
+   * two checks: a reload (`update`) or a stored change (`applyChanges`) between the two spoiled that comparison,
+   * and the gained due times between the last owner's offer and this cursor had no record at all.
+   */
+  private readonly passive = new Set<string>();
+  /**
+   * When (Redis ms) the definition of a schedule added or changed here by {@link update} or {@link applyChanges}
+   * started: a take-over of it never offers due times at or before this (they are its former definition's, or
+   * nobody's: an added schedule does not catch up on its past).
+   */
+  private readonly startedAt = new Map<string, number>();
+  /** Whether the next tick looks at every {@link passive} schedule (a tick whose take-over failed). */
+  private recheck = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -105,11 +123,6 @@ export class Planner {
   private seq = 0;
   /** Digest of the definitions this replica plans; planning is divided only among replicas that agree on it. */
   private digest = '';
-  /**
-   * Schedules added or changed by {@link applyChanges} while not plannable here (their new definition not yet
-   * the published one): when they become plannable they start at the change (their cursor), not as a take-over.
-   */
-  private readonly fresh = new Set<string>();
   /** {@link digest} kept up to date schedule by schedule as {@link applyChanges} changes {@link current}. */
   private digests = new DefinitionsDigest();
   /** This replica's membership view of the latest tick (undefined before the first heartbeat). */
@@ -192,8 +205,9 @@ export class Planner {
   /**
    * Loads watermarks and starts ticking. A schedule with a watermark resumes after it (bounded by the horizon);
    * a schedule never planned starts at the current time, so a new schedule does not catch up on its past.
+   * @param o.ticking false: no timer ticks; the caller calls {@link tick} (tests that order ticks by hand).
    */
-  async start(schedules: readonly CompiledSchedule[]): Promise<void> {
+  async start(schedules: readonly CompiledSchedule[], o: { ticking?: boolean } = {}): Promise<void> {
     const now = this.clock.now();
     const wms = await this.store.watermarks(schedules.map((s) => s.name));
     this.current = new Map(schedules.map((s) => [s.name, s]));
@@ -216,7 +230,7 @@ export class Planner {
       this.loading--;
     }
     this.stopped = false;
-    this.schedule(0);
+    if (o.ticking !== false) this.schedule(0);
   }
 
   /**
@@ -237,21 +251,17 @@ export class Planner {
       }
       (old ? diff.changed : diff.added).push(s.name);
       next.set(s.name, s);
-      this.cursors.set(s.name, now);
-      const due = s.due.next(now);
-      if (due !== null) this.heap.push(due, s);
+      this.startAt(s, now);
     }
     for (const name of prev.keys()) {
       if (!next.has(name)) {
         diff.removed.push(name);
-        this.cursors.delete(name);
+        this.forget(name);
       }
     }
     this.current = next;
     this.digests = DefinitionsDigest.of([...next.values()]);
     this.digest = this.digests.value();
-    // Added and changed schedules start at now (above), not at what a take-over would re-offer.
-    this.plannable = undefined;
     return diff;
   }
 
@@ -270,7 +280,7 @@ export class Planner {
       if (!gone) continue;
       this.current.delete(name);
       this.digests.toggle(name, gone.definitionHash);
-      this.cursors.delete(name);
+      this.forget(name);
       diff.removed.push(name);
     }
     for (const s of upserted) {
@@ -280,31 +290,30 @@ export class Planner {
       if (old) this.digests.toggle(old.name, old.definitionHash);
       this.digests.toggle(s.name, s.definitionHash);
       this.current.set(s.name, s);
-      this.cursors.set(s.name, now);
-      const due = s.due.next(now);
-      if (due !== null) this.heap.push(due, s);
+      this.startAt(s, now);
     }
-    if (diff.added.length + diff.changed.length + diff.removed.length > 0) {
-      this.digest = this.digests.value();
-      // Only the touched names are looked at again; added and changed ones start at now (above), not gained.
-      const view = this.view;
-      if (this.plannable !== undefined && view !== undefined) {
-        for (const name of diff.removed) {
-          this.plannable.delete(name);
-          this.fresh.delete(name);
-        }
-        for (const name of [...diff.added, ...diff.changed]) {
-          const s = this.current.get(name)!;
-          if (this.mayPlan(s) && view.owns(name)) this.plannable.add(name);
-          else {
-            this.plannable.delete(name);
-            // Plannable once its definition is published (the next look at it): from now, not as a take-over.
-            this.fresh.add(name);
-          }
-        }
-      } else this.plannable = undefined;
-    }
+    if (diff.added.length + diff.changed.length + diff.removed.length > 0) this.digest = this.digests.value();
     return diff;
+  }
+
+  /**
+   * A definition added or changed at `now` starts there: planned from its next due time after now by whoever
+   * owns it; on this replica not {@link passive} (nothing before now is its to offer), and a later take-over of it
+   * looks back no further than now.
+   */
+  private startAt(s: CompiledSchedule, now: number): void {
+    this.cursors.set(s.name, now);
+    this.passive.delete(s.name);
+    this.startedAt.set(s.name, now);
+    const due = s.due.next(now);
+    if (due !== null) this.heap.push(due, s);
+  }
+
+  /** A removed schedule: nothing of it is kept. */
+  private forget(name: string): void {
+    this.cursors.delete(name);
+    this.passive.delete(name);
+    this.startedAt.delete(name);
   }
 
   /** Stops ticking, waits for a tick in flight, and leaves the membership so others take this share at once. */
@@ -334,10 +343,11 @@ export class Planner {
   }
 
   /**
-   * Renews this replica's membership and returns the schedules it now offers and did not at the previous check
-   * (none on the first check, which start() already covers from the watermarks). A schedule is gained when its
-   * owner changes to this replica, or when this replica's definition becomes the one to plan again (its newer
-   * rival's publisher left): both are re-checked only when the membership or the definitions changed.
+   * Renews this replica's membership and returns the schedules it gained: those it plans now (its definition is
+   * the one to plan and it owns them) whose cursor it moved without offering them ({@link passive}). What a
+   * schedule plans can change only when the membership or the definitions change, so only then are they looked
+   * at: every passive schedule when the membership (or every definition) changed, the named ones when only those
+   * definitions changed. A popped schedule that is gained and was not seen here is caught by the tick itself.
    */
   private async refreshView(definitionsChanged: boolean | readonly string[]): Promise<{ view: OwnershipView; gained: CompiledSchedule[] }> {
     const members = await this.heartbeatNow();
@@ -347,26 +357,18 @@ export class Planner {
     const membershipChanged = before !== undefined && !before.sameAs(view);
     const liveChanged = this.needs.live.update(members.map((m) => m.replica));
     const gained: CompiledSchedule[] = [];
-    if (this.plannable !== undefined && !membershipChanged && !liveChanged && Array.isArray(definitionsChanged)) {
+    const look = (names: Iterable<string>): void => {
+      for (const name of names) {
+        const s = this.passive.has(name) ? this.current.get(name) : undefined;
+        if (s && this.mayPlan(s) && view.owns(name)) gained.push(s);
+      }
+    };
+    if (this.recheck || membershipChanged || liveChanged || definitionsChanged === true) {
+      this.recheck = false;
+      look(this.passive);
+    } else if (Array.isArray(definitionsChanged)) {
       // Only these names' published definitions changed: only they are looked at again (not every schedule).
-      for (const name of definitionsChanged as readonly string[]) {
-        const s = this.current.get(name);
-        if (s && this.mayPlan(s) && view.owns(name)) {
-          if (!this.plannable.has(name)) {
-            this.plannable.add(name);
-            if (!this.fresh.delete(name)) gained.push(s);
-          }
-        } else this.plannable.delete(name);
-      }
-    } else if (this.plannable === undefined || membershipChanged || liveChanged || definitionsChanged === true) {
-      const now = new Set<string>();
-      for (const s of this.current.values()) if (this.mayPlan(s) && view.owns(s.name)) now.add(s.name);
-      if (this.plannable !== undefined) {
-        for (const name of now) if (!this.plannable.has(name) && !this.fresh.has(name)) gained.push(this.current.get(name)!);
-      }
-      this.plannable = now;
-      // A fresh change not plannable now waits for a membership change, which is a take-over again.
-      this.fresh.clear();
+      look(definitionsChanged as readonly string[]);
     }
     if (membershipChanged) {
       this.log.info({ replicas: view.sharing.length || members.length, divided: view.divided, gained: gained.length }, 'planning membership changed');
@@ -411,37 +413,15 @@ export class Planner {
     this.phases.view = performance.now() - t0;
     const now = this.clock.now();
     const until = now + this.opts.lookaheadMs;
-    // Each popped schedule with the range of `items` it offered ([from, to)), so that what the plan budget leaves
-    // over is offered again next tick, not skipped.
-    const popped: { s: CompiledSchedule; next: number; from: number; to: number }[] = [];
-    const items: PlannedOccurrence[] = [];
-    const advanced = new Map<string, number>();
-    // Take-over: due times of a gained schedule that its previous owner may not have offered (it died, left,
-    // or this replica saw the change before it did). Those that exist already cost one EXISTS each. They start
-    // after the schedule's watermark (the latest due time anyone planned), not at a guess from the membership
-    // TTL: when this replica notices late (its own event loop or host stalled longer than the TTL), a guess
-    // skipped the due times between the last owner's lookahead and the guess, which then had no record at all.
-    const guess = now - this.membershipTtlMs - 2 * this.opts.tickMs;
-    const wms = gained.length > 0 ? await this.store.watermarks(gained.map((g) => g.name)) : new Map<string, number>();
-    for (const s of gained) {
-      const cands: Candidate[] = [];
-      const cursor = this.cursors.get(s.name) ?? now;
-      const wm = wms.get(s.name);
-      // Never before the horizon (older ones are not ours to plan); a schedule never planned starts at the guess.
-      const since = Math.max(now - this.opts.horizonMs, wm === undefined ? guess : Math.min(guess, wm));
-      for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
-        cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
-      }
-      offer(items, s, cands);
-    }
-    // Take-over offers are made once, not kept in the heap: the budget never defers them.
-    const takeOvers = items.length;
-    while ((this.heap.peekKey() ?? Infinity) <= until && items.length < MAX_OFFERED_PER_TICK) {
+    // The due schedules, popped first (their offers are made below, after the take-overs): each one with its
+    // candidates and whether this replica plans it. A cursor far behind (replica paused) jumps to the horizon:
+    // older occurrences are not ours to plan.
+    const pops: { s: CompiledSchedule; next: number; cands: Candidate[]; plans: boolean }[] = [];
+    let popCount = 0;
+    while ((this.heap.peekKey() ?? Infinity) <= until && popCount < MAX_OFFERED_PER_TICK) {
       const { key: first, value: s } = this.heap.pop()!;
       if (this.current.get(s.name) !== s) continue; // replaced or removed by a reload
-
       const cands: Candidate[] = [];
-      // A cursor far behind (replica paused) jumps to the horizon: older occurrences are not ours to plan.
       let due: number | null = first < now - this.opts.horizonMs ? s.due.next(now - this.opts.horizonMs - 1) : first;
       while (due !== null && due <= until && cands.length < MAX_PER_SCHEDULE_PER_TICK) {
         cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
@@ -450,32 +430,58 @@ export class Planner {
       // A run-time suspension (`cronflock suspend`) is decided by the claim script at the fire time, not here:
       // occurrences planned ahead must still run if the schedule is resumed before they fire.
       // With a newer definition published elsewhere, the replicas that have it plan; this one only moves on.
-      // Schedules another replica owns only move on here: their owner offers them.
+      // Schedules another replica owns only move on here: their owner offers them (and they become passive).
       // Whether each one runs or is recorded missed or skipped is decided by the plan script on the Redis clock.
-      const from = items.length;
-      if (this.mayPlan(s) && view.owns(s.name)) offer(items, s, cands);
-      popped.push({ s, next: first, from, to: items.length });
-      if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
+      const plans = this.mayPlan(s) && view.owns(s.name);
+      if (plans) popCount += cands.length;
+      pops.push({ s, next: first, cands, plans });
     }
-    // The plan mark as it was before this tick's plan calls overwrite it: read after them, it would only ever
-    // show this tick's call, and what Redis lost before (a crash, a failover) would never be re-offered.
+    // Each popped schedule with the range of `items` it offered ([from, to)), so that what the plan budget leaves
+    // over is offered again next tick, not skipped.
+    const popped: { s: CompiledSchedule; next: number; from: number; to: number; plans: boolean }[] = [];
+    const items: PlannedOccurrence[] = [];
+    const advanced = new Map<string, number>();
+    // Take-over: a gained schedule (this replica plans it now, and moved its cursor without offering it) first gets
+    // the due times its previous owner may not have offered (it died, left, or this replica saw the change before
+    // it did) offered again, up to this replica's cursor ({@link takeOverCandidates}). Those that exist already cost
+    // one EXISTS each. A due schedule that is gained and that the view did not show (no change was seen: a tick
+    // whose take-over failed) is taken over here too, so every way of gaining a schedule follows the one rule.
+    const seen = new Set(gained.map((g) => g.name));
+    const takenOver = [...gained, ...pops.filter((p) => p.plans && this.passive.has(p.s.name) && !seen.has(p.s.name)).map((p) => p.s)];
     const sweepDue = now - this.lastSweepMs >= this.opts.sweepAfterMs / 2;
     let markBefore: string | undefined;
     const seqBefore = this.seq;
     let seq = this.seq;
     let offered: number;
     try {
+      const wms = takenOver.length > 0 ? await this.store.watermarks(takenOver.map((g) => g.name)) : new Map<string, number>();
+      for (const s of takenOver) offer(items, s, this.takeOverCandidates(s, now, wms.get(s.name)));
+      // Take-over offers are made once, not kept in the heap: the budget never defers them.
+      const takeOvers = items.length;
+      for (const { s, next, cands, plans } of pops) {
+        const from = items.length;
+        if (plans) offer(items, s, cands);
+        popped.push({ s, next, from, to: items.length, plans });
+        if (cands.length > 0) advanced.set(s.name, cands[cands.length - 1]!.dueMs);
+      }
+      // The plan mark as it was before this tick's plan calls overwrite it: read after them, it would only ever
+      // show this tick's call, and what Redis lost before (a crash, a failover) would never be re-offered.
       if (sweepDue && this.recent.length > 0) markBefore = (await this.store.planMark(this.opts.replica)) ?? undefined;
       ({ offered } = await this.record(items, { budgetEndMono: performance.now() + this.planBudgetMs, atLeast: takeOvers }));
       seq = this.seq;
     } catch (err) {
-      // Nothing advances: the same occurrences are offered again next tick (plan is idempotent).
-      for (const { s, next } of popped) this.heap.push(next, s);
+      // Nothing advances: the same occurrences are offered again next tick (plan is idempotent), and the gained
+      // schedules stay passive, looked at again next tick.
+      for (const { s, next } of pops) this.heap.push(next, s);
+      if (takenOver.length > 0) this.recheck = true;
       throw err;
     }
+    for (const s of takenOver) this.passive.delete(s.name);
     if (offered > 0) this.recent.push({ atMs: now, seq, items: offered < items.length ? items.slice(0, offered) : items });
     this.deferred = 0;
-    for (const { s, next, from, to } of popped) {
+    for (const { s, next, from, to, plans } of popped) {
+      // Changed or removed while this tick recorded: the change set its own cursor and heap entry.
+      if (this.current.get(s.name) !== s) continue;
       if (to > from && to > offered) {
         // Not (fully) offered within the budget: offered again from the same due time next tick (the plan script
         // skips those already recorded).
@@ -484,6 +490,9 @@ export class Planner {
         continue;
       }
       const last = advanced.get(s.name) ?? this.cursors.get(s.name)!;
+      // Moved on without an offer here: when this replica plans it again, it takes it over (looks back).
+      if (!plans && last !== this.cursors.get(s.name)) this.passive.add(s.name);
+      else if (plans) this.passive.delete(s.name);
       this.cursors.set(s.name, last);
       const following = s.due.next(last);
       if (following !== null) this.heap.push(following, s);
@@ -507,6 +516,26 @@ export class Planner {
     }
     this.lastTickOkAt = performance.now();
     this.sayIfBehind(items, now, this.lastTickOkAt - t0);
+  }
+
+  /**
+   * The due times a take-over of `s` offers again: after the schedule's watermark `wmMs` (the latest due time
+   * anyone planned), up to this replica's cursor (from there on, the heap offers it). Not after a guess from the
+   * membership TTL alone: when this replica notices late (its own event loop or host stalled longer than the
+   * TTL), a guess skipped the due times between the last owner's lookahead and the guess, which then had no
+   * record at all. Never before the horizon (older ones are not ours to plan), nor at or before the start of a
+   * definition added or changed here ({@link startedAt}); a schedule never planned starts at the guess
+   * (now − membership TTL − 2 ticks).
+   */
+  private takeOverCandidates(s: CompiledSchedule, now: number, wmMs: number | undefined): Candidate[] {
+    const guess = now - this.membershipTtlMs - 2 * this.opts.tickMs;
+    const cursor = this.cursors.get(s.name) ?? now;
+    const since = Math.max(now - this.opts.horizonMs, this.startedAt.get(s.name) ?? -Infinity, wmMs === undefined ? guess : Math.min(guess, wmMs));
+    const cands: Candidate[] = [];
+    for (let due = s.due.next(since); due !== null && due <= cursor && cands.length < MAX_PER_SCHEDULE_PER_TICK; due = s.due.next(due)) {
+      cands.push({ dueMs: due, fireMs: fireTimeMs(s.name, due, s.jitterMs) });
+    }
+    return cands;
   }
 
   /**
