@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { parseScheduleText } from '../runner/config/load.js';
 import { moduleJob, type CompiledModuleJob } from './module.js';
 import type { JobContext } from './types.js';
@@ -148,5 +148,19 @@ describe('module job: attempts run in their own process', () => {
     const job = await compile('{ kind: module, path: ./marks.mjs, isolation: none }');
     const r = (await moduleJob.run(ctx(), job)) as { pid: number };
     expect(r.pid).toBe(process.pid);
+  });
+
+  it('isolation: none: once the module has loaded, a run takes it without arming a load deadline', async () => {
+    const job = await compile('{ kind: module, path: ./marks.mjs, isolation: none }');
+    await moduleJob.run(ctx(), job); // loads it (bounded by loadTimeout)
+    vi.useFakeTimers();
+    try {
+      const run = moduleJob.run(ctx(), job);
+      // A deadline per run (timer, abort listener, promise) was ~2 % of a busy replica's CPU: none is armed now.
+      expect(vi.getTimerCount()).toBe(0);
+      expect(((await run) as { pid: number }).pid).toBe(process.pid);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

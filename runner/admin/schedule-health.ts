@@ -11,7 +11,7 @@
  */
 import type { CompiledSchedule } from '../config/load.js';
 import { calendarExpects } from '../engine/windows.js';
-import { overdueGraceMs, scheduleHealth, type ScheduleHealth } from '../records/health.js';
+import { overdueGraceMs, scheduleNextAndOverdue, type NextAndOverdue } from '../records/health.js';
 import type { LastResult } from '../records/last-result.js';
 import type { Lane, Lanes } from '../engine/enqueue.js';
 import type { FlockWideCache, FlockWideValues, QueueCounts } from './flock-wide-cache.js';
@@ -62,7 +62,7 @@ interface Kept {
   lastSuccessMs: number | undefined;
   suspended: boolean;
   sinceMs: number;
-  health: ScheduleHealth;
+  health: NextAndOverdue;
   /** Recompute at or after this Redis time even if no input changed. */
   recomputeAtMs: number;
   /** The latest update that saw the schedule (those not seen are forgotten). */
@@ -113,7 +113,7 @@ export class ScheduleHealthBoard {
         k.sinceMs !== sinceMs ||
         nowMs >= k.recomputeAtMs
       ) {
-        const health = scheduleHealth(
+        const health = scheduleNextAndOverdue(
           { name: s.name, due: s.due, jitterMs: s.jitterMs, graceMs: overdueGraceMs(s), lastSuccessMs, sinceMs, suspended, expected: calendarExpects(s) },
           nowMs,
         );

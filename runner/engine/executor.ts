@@ -623,10 +623,15 @@ export class Executor {
       fencingToken: claim.token,
       startMs: claim.nowMs,
     };
-    log.info(
-      { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs, ...(waited ? { waited: `${waited.gate} ${(waited.ms / 1000).toFixed(1)} s` } : {}) },
-      'run started',
-    );
+    // Two info lines per run: their fields (three ISO times) cost more than the rest of the run's bookkeeping,
+    // so they are built only when info is logged (the bench and busy flocks run at warn).
+    const infoOn = log.isLevelEnabled('info');
+    if (infoOn) {
+      log.info(
+        { dueAt: iso(d.dueMs), fireAt: iso(d.fireMs), startAt: iso(claim.nowMs), latenessMs: claim.nowMs - d.fireMs, ...(waited ? { waited: `${waited.gate} ${(waited.ms / 1000).toFixed(1)} s` } : {}) },
+        'run started',
+      );
+    }
     this.emit({ ...base, state: 'started', ...(waited ? { waited } : {}) });
     const settled = Promise.resolve()
       .then(() => kind.run(ctx, sched.job))
@@ -680,7 +685,7 @@ export class Executor {
         return undefined;
       }
       // A final failure is an error (a retry is a warning): a warn filter must not hide it.
-      log[outcome.ok ? 'info' : 'error']({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
+      if (!outcome.ok || infoOn) log[outcome.ok ? 'info' : 'error']({ state: outcome.ok ? 'succeeded' : 'failed', error, endAt: iso(endMs) }, 'run finished');
       this.emit({ ...base, state: outcome.ok ? 'succeeded' : 'failed', error, endMs, recorded: true });
       return undefined;
     } finally {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileCron } from '../schedule/cron.js';
 import { fireTimeMs } from '../schedule/occurrence.js';
-import { DEFAULT_OVERDUE_GRACE_MS, overdueGraceMs, scheduleHealth, type HealthInput } from './health.js';
+import { DEFAULT_OVERDUE_GRACE_MS, overdueGraceMs, scheduleHealth, scheduleNextAndOverdue, type HealthInput } from './health.js';
 
 const MIN = 60_000;
 const t = (iso: string): number => Date.parse(iso);
@@ -89,5 +89,37 @@ describe('scheduleHealth', () => {
     expect(overdueGraceMs({ timeoutMs: null })).toBe(DEFAULT_OVERDUE_GRACE_MS);
     expect(overdueGraceMs({ timeoutMs: 90_000 })).toBe(90_000);
     expect(overdueGraceMs({ timeoutMs: 90_000, overdueGraceMs: 10_000 })).toBe(10_000);
+  });
+
+  it('scheduleNextAndOverdue (the metrics\' cheaper form) gives what scheduleHealth gives, fire times from the key hash', () => {
+    const every2s = (over: Partial<HealthInput>): HealthInput => minutely({ due: compileCron('*/2 * * * * *', 'UTC'), graceMs: 3_000, ...over });
+    const inputs: HealthInput[] = [
+      minutely(),
+      minutely({ name: 'j', jitterMs: 50_000, lastSuccessMs: t('2026-12-01T10:03:30Z') }),
+      minutely({ name: 'late', jitterMs: 90_000, lastSuccessMs: t('2026-12-01T10:01:10Z') }), // jitter longer than the period
+      minutely({ name: 'cal', jitterMs: 20_000, expected: (d) => new Date(d).getUTCMinutes() % 3 === 0 }),
+      minutely({ name: 'susp', jitterMs: 20_000, suspended: true }),
+      every2s({ name: 's', jitterMs: 1_999, lastSuccessMs: t('2026-12-01T10:05:01Z') }),
+    ];
+    let checked = 0;
+    for (const s of inputs) {
+      for (let now = t('2026-12-01T10:04:00Z'); now < t('2026-12-01T10:08:00Z'); now += 7_919) {
+        const full = scheduleHealth(s, now);
+        const h = scheduleNextAndOverdue(s, now);
+        expect(h).toEqual({ nextDueMs: full.nextDueMs, nextFireMs: full.nextFireMs, overdueFromMs: full.overdueFromMs, overdueSinceMs: full.overdueSinceMs, overdueMs: full.overdueMs });
+        // Fire times as every replica computes them (not a remembered value of another due time).
+        expect(h.nextFireMs).toBe(fireTimeMs(s.name, h.nextDueMs!, s.jitterMs));
+        if (full.lastExpectedDueMs !== null) expect(full.lastExpectedFireMs).toBe(fireTimeMs(s.name, full.lastExpectedDueMs, s.jitterMs));
+        expect(h.nextFireMs!).toBeGreaterThan(now);
+        if (h.overdueFromMs !== null) {
+          // The first owed occurrence's fire time plus the grace.
+          const owedDue = s.due.last(h.overdueFromMs - s.graceMs);
+          const candidates = [owedDue!, s.due.last(owedDue! - 1)!, s.due.last(owedDue! - 1 - MIN)!].map((d) => fireTimeMs(s.name, d, s.jitterMs));
+          expect(candidates).toContain(h.overdueFromMs - s.graceMs);
+        }
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(150);
   });
 });

@@ -67,13 +67,58 @@ export function overdueGraceMs(s: { timeoutMs: number | null; overdueGraceMs?: n
   return s.overdueGraceMs ?? s.timeoutMs ?? DEFAULT_OVERDUE_GRACE_MS;
 }
 
+/** What the per-schedule metrics need of a schedule's health ({@link scheduleNextAndOverdue}). */
+export type NextAndOverdue = Pick<ScheduleHealth, 'nextDueMs' | 'nextFireMs' | 'overdueFromMs' | 'overdueSinceMs' | 'overdueMs'>;
+
 /**
  * The health of `s` at Redis time `nowMs` (see the module doc for the overdue rule).
  * @throws TypeError when `nowMs` is not a finite number (from the cron's iteration).
  */
 export function scheduleHealth(s: HealthInput, nowMs: number): ScheduleHealth {
+  const w = walker(s);
+  const h = nextAndOverdue(s, nowMs, w);
+  const lastExpectedDueMs = w.lastFiringBy(nowMs - s.graceMs);
+  return {
+    nextDueMs: h.nextDueMs,
+    nextFireMs: h.nextFireMs,
+    lastExpectedDueMs,
+    lastExpectedFireMs: lastExpectedDueMs === null ? null : w.fire(lastExpectedDueMs),
+    overdueFromMs: h.overdueFromMs,
+    overdueSinceMs: h.overdueSinceMs,
+    overdueMs: h.overdueMs,
+  };
+}
+
+/**
+ * {@link scheduleHealth} without the last expected occurrence: the next fire time and when the schedule is (or
+ * becomes) overdue, by the same rule. For callers that apply the rule to every schedule often (the per-schedule
+ * metrics, runner/admin/schedule-health.ts): the look-back to the last expected occurrence is the dearest part
+ * (a cron window far behind the ones cached), and they do not show it.
+ * @throws TypeError when `nowMs` is not a finite number (from the cron's iteration).
+ */
+export function scheduleNextAndOverdue(s: HealthInput, nowMs: number): NextAndOverdue {
+  return nextAndOverdue(s, nowMs, walker(s));
+}
+
+/** The due-time walks of {@link scheduleHealth} over `s`'s expected occurrences. */
+interface Walker {
+  /** Fire time of the occurrence due at `dueMs` (remembered: the walks ask for the same ones several times). */
+  fire(dueMs: number): number;
+  /** The first expected occurrence whose fire time is after `t`. */
+  firstFiringAfter(t: number): number | null;
+  /** The latest expected occurrence whose fire time is at or before `t`. */
+  lastFiringBy(t: number): number | null;
+}
+
+function walker(s: HealthInput): Walker {
   const expected = s.expected ?? (() => true);
-  const fire = (dueMs: number): number => fireTimeMs(s.name, dueMs, s.jitterMs);
+  // A fire time costs a SHA-256 of the occurrence key; one health asks for the same few due times again and again.
+  const fires = new Map<number, number>();
+  const fire = (dueMs: number): number => {
+    let f = fires.get(dueMs);
+    if (f === undefined) fires.set(dueMs, (f = fireTimeMs(s.name, dueMs, s.jitterMs)));
+    return f;
+  };
 
   // The first expected occurrence whose fire time is after `t`: start at the latest due time at or before `t`,
   // whose fire time may still be after `t` (the jitter window), then go forward.
@@ -93,21 +138,21 @@ export function scheduleHealth(s: HealthInput, nowMs: number): ScheduleHealth {
     }
     return null;
   };
+  return { fire, firstFiringAfter, lastFiringBy };
+}
 
-  const nextDueMs = firstFiringAfter(nowMs);
-  const lastExpectedDueMs = lastFiringBy(nowMs - s.graceMs);
+function nextAndOverdue(s: HealthInput, nowMs: number, w: Walker): NextAndOverdue {
+  const nextDueMs = w.firstFiringAfter(nowMs);
   let overdueFromMs: number | null = null;
   if (!s.suspended) {
     const owedFrom = Math.max(s.lastSuccessMs ?? -Infinity, s.sinceMs);
-    const firstOwed = firstFiringAfter(owedFrom);
-    if (firstOwed !== null) overdueFromMs = fire(firstOwed) + s.graceMs;
+    const firstOwed = w.firstFiringAfter(owedFrom);
+    if (firstOwed !== null) overdueFromMs = w.fire(firstOwed) + s.graceMs;
   }
   const overdueSinceMs = overdueFromMs !== null && overdueFromMs <= nowMs ? overdueFromMs : null;
   return {
     nextDueMs,
-    nextFireMs: nextDueMs === null ? null : fire(nextDueMs),
-    lastExpectedDueMs,
-    lastExpectedFireMs: lastExpectedDueMs === null ? null : fire(lastExpectedDueMs),
+    nextFireMs: nextDueMs === null ? null : w.fire(nextDueMs),
     overdueFromMs,
     overdueSinceMs,
     overdueMs: overdueSinceMs === null ? 0 : nowMs - overdueSinceMs,

@@ -15,7 +15,8 @@ import { OutboxKeys } from '../outbox/keys.js';
 import { OUTBOX_GROUP } from '../outbox/store.js';
 import { FINAL_STATES } from '../records/runs.js';
 import { Keyspace } from './keys.js';
-import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
+import { composeScript, loadScript, LUA_DIR, parseHeader, SCRIPT_COMMANDS, SCRIPT_NAMES, Scripts, type ScriptName } from './script-loader.js';
+import { connectCommands } from './connect.js';
 import { usePrivateRedis } from '../../test/support/private-redis.js';
 
 const priv = usePrivateRedis();
@@ -265,6 +266,25 @@ describe('the script loader', () => {
     await scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs('a'), k.replicaCapabilities], ['a', 'd', 1000]);
     expect(typeof (redis as unknown as Record<string, unknown>).cronflockHeartbeat).toBe('function');
     expect(() => scripts.run('heartbeat', [k.replicas], ['a', 'd', 1000])).toThrow('script heartbeat takes 5 keys, got 1');
+  });
+
+  it('script calls on a commands connection are written at once, not auto-pipelined; its other commands are', async () => {
+    // ioredis copies every script defined on a connection onto each auto-pipeline it opens (~35 µs with ours and
+    // BullMQ's): the scripts' callers group their calls themselves (coalesce.ts), so a script call opens none.
+    const c = connectCommands(priv.server.url, 'cronflock:test-pipelining');
+    try {
+      if (c.status !== 'ready') await new Promise((r) => c.once('ready', r)); // no offline queue on this role
+      const scripts = Scripts.on(c);
+      for (const name of SCRIPT_NAMES) expect(SCRIPT_COMMANDS).toContain(loadScript(name).command);
+      const call = scripts.run('time', [k.replicas]);
+      expect(c.autoPipelineQueueSize).toBe(0);
+      expect(await call).toHaveLength(2);
+      const get = c.get(k.replicas);
+      expect(c.autoPipelineQueueSize).toBe(1);
+      await get;
+    } finally {
+      c.disconnect();
+    }
   });
 
   it("refuses packed arguments whose fields are not the header's, and a list for a packed script (or the reverse)", () => {

@@ -13,7 +13,8 @@
  *   `defineCommand` (EVALSHA, falling back to EVAL when the server does not have the script yet), under the
  *   command name `cronflock<Name>` (`claim` → `cronflockClaim`). All at once and first: ioredis' auto-pipelining
  *   copies a connection's commands into each pipeline it opens, so a command defined while a pipeline of the
- *   same tick is open would be missing from it.
+ *   same tick is open would be missing from it. The scripts themselves are not auto-pipelined
+ *   ({@link SCRIPT_COMMANDS}, connect.ts): each call is written at once.
  * - **Every key a script touches by name is passed in KEYS** (a Redis Cluster routes on them); all of a
  *   flock's keys share its hash tag, so prefixes passed in ARGV stay in the same slot.
  * - **Long argument lists are one packed argument.** A script that takes more than four arguments takes them
@@ -69,6 +70,14 @@ export const SCRIPT_NAMES = [
 
 /** The name of a script: its file name without `.lua`. */
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+/** The ioredis command a script is defined as on a connection, e.g. `cronflockEnqueueManual` for enqueue-manual. */
+export function scriptCommand(name: ScriptName): string {
+  return `cronflock${name.replace(/(^|-)([a-z])/g, (_m, _dash, c: string) => c.toUpperCase())}`;
+}
+
+/** Every script's ioredis command ({@link scriptCommand}). */
+export const SCRIPT_COMMANDS: readonly string[] = SCRIPT_NAMES.map(scriptCommand);
 
 /** A script's contract, from its header. */
 export interface ScriptHeader {
@@ -208,7 +217,7 @@ export function loadScript(name: ScriptName): LuaScript {
     const file = path.join(LUA_DIR, `${name}.lua`);
     const lua = composeScript(file);
     const header = parseHeader(name, lua);
-    const command = `cronflock${name.replace(/(^|-)([a-z])/g, (_m, _dash, c: string) => c.toUpperCase())}`;
+    const command = scriptCommand(name);
     s = { name, command, numberOfKeys: header.keys.length, lua, header };
     loaded.set(name, s);
   }

@@ -39,6 +39,21 @@ describe('run outcomes', () => {
     expect(flock.receiver.of('slow').filter((d) => d.abortedMs !== undefined).length).toBeGreaterThanOrEqual(2);
   });
 
+  it('at log level warn a final failure is still logged as an error, and a run writes no info lines', async () => {
+    // The executor builds a run's two info lines only when info is logged (their ISO times cost CPU per run).
+    flock.receiver.status.set('warn500', 500);
+    const file = flock.writeSchedules(`schedules:
+  - name: warn500
+    cron: "* * * * * *"
+    job: { kind: http, url: ${flock.receiver.url}/w }
+`, 'warn.yaml');
+    const r = await flock.startReplica({ name: 'w1', schedules: file, namespace: 'cronwarn', env: { CRONFLOCK_LOG_LEVEL: 'warn' }, waitFor: 'nothing' });
+    const line = await r.waitForLog((l) => l.msg === 'run finished', 20_000, 'a final failure at warn');
+    await r.stop();
+    expect(line).toMatchObject({ level: 50, state: 'failed', error: 'answered 500: ok' });
+    expect(r.lines.filter((l) => l.msg === 'run started' || (l.msg === 'run finished' && l.state !== 'failed'))).toEqual([]);
+  });
+
   it('records missed, and does not run, occurrences that could not start within their starting deadline', async () => {
     const file = flock.writeSchedules(`schedules:
   - name: tight
