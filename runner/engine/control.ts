@@ -48,19 +48,34 @@ export interface ControlContext {
 }
 
 /**
- * The published definition of `schedule`.
+ * How long (ms) a control operation waits for a live replica to re-publish a schedule whose publisher is gone: the
+ * others re-publish it once the gone one's membership expires (2 s by default) and their next tick reads it.
+ */
+export const REPUBLISH_WAIT_MS = 4_000;
+
+/**
+ * The published definition of `schedule`. When its publisher is not a live member but other replicas are, waits
+ * up to {@link REPUBLISH_WAIT_MS} for one of them to re-publish it (for a moment after a SIGKILL the flock still
+ * runs the schedule while its entry names the dead replica: operations refused it).
  * @throws ControlError when no replica runs it, or when the replica that published it is no longer a live
- *   member (nobody would run the occurrence).
+ *   member and none re-published it (nobody would run the occurrence).
  */
 export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, schedule: string): Promise<PublishedDefinition> {
-  const raw = await c.redis.hget(c.keys.definitions, schedule);
-  if (raw) {
+  const deadline = performance.now() + REPUBLISH_WAIT_MS;
+  for (;;) {
+    const raw = await c.redis.hget(c.keys.definitions, schedule);
+    if (!raw) break;
     const def = JSON.parse(raw) as PublishedDefinition;
     if (await isLiveMember(c.redis, c.keys, def.replica)) return def;
-    throw new ControlError(
-      `schedule "${schedule}" was published by replica ${def.replica}, which is no longer running; ` +
-        'start a replica with the schedule file that defines it (or wait for the running ones to re-publish it)',
-    );
+    const [s] = await c.redis.time();
+    const othersLive = (await c.redis.zcount(c.keys.replicas, `(${Number(s) * 1000}`, '+inf')) > 0;
+    if (!othersLive || performance.now() >= deadline) {
+      throw new ControlError(
+        `schedule "${schedule}" was published by replica ${def.replica}, which is no longer running; ` +
+          'start a replica with the schedule file that defines it (or wait for the running ones to re-publish it)',
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
   }
   const known = (await c.redis.hkeys(c.keys.definitions)).sort();
   throw new ControlError(

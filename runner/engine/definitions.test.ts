@@ -118,3 +118,73 @@ describe('publications that do not re-send what the flock runs', () => {
     expect(JSON.parse((await redis.hget(keys.definitions, 'grace-1'))!).replica).toBe('g3');
   });
 });
+
+/**
+ * The rule is the load time: a definition re-published after Redis lost the published set, or after its rival's
+ * publisher lapsed for a moment, must not beat a newer one (found by a user: after Redis restarted empty the flock
+ * ran the old and the new definition of a schedule side by side for good, nothing re-published; after a canary's
+ * SIGSTOP longer than the membership, the rollout stayed rolled back when the canary came back).
+ */
+describe('the definition loaded last wins again after Redis lost the set, or its publisher lapsed', () => {
+  const ks = new Keyspace('loss');
+  const members = new Set<string>();
+  const live = { has: (r: string) => members.has(r) };
+  const join = async (r: string): Promise<void> => {
+    members.add(r);
+    const [s] = await redis.time();
+    await redis.zadd(ks.replicas, Number(s) * 1000 + 60_000, r);
+  };
+  const leave = async (r: string): Promise<void> => {
+    members.delete(r);
+    await redis.zrem(ks.replicas, r);
+  };
+  const winner = async (name: string): Promise<{ replica: string; definitionHash: string; loadedAtMs: number }> => JSON.parse((await redis.hget(ks.definitions, name))!);
+  const setUp = async (prefix: string) => {
+    const older = (await parseScheduleText(file(20, 21).replaceAll('s-', prefix), 'old.yaml')).schedules;
+    const newer = (await parseScheduleText(file(20, 23).replaceAll('s-', prefix), 'new.yaml')).schedules;
+    await join('old');
+    await join('new');
+    const oldR = new Definitions(redis, ks, 'old', live);
+    const newR = new Definitions(redis, ks, 'new', live);
+    await oldR.publish(older);
+    await new Promise((r) => setTimeout(r, 5));
+    await newR.publish(newer);
+    await oldR.refresh();
+    expect(older.some((s) => oldR.isCurrent(s))).toBe(false);
+    return { older, newer, oldR, newR, newAt: (await winner(`${prefix}0`)).loadedAtMs };
+  };
+  const lose = (): Promise<number> => redis.del(ks.definitions, ks.definitionsVersion, ks.definitionsChanges, ks.definitionsLog);
+
+  it.each([['the older replica first'], ['the newer replica first']])('Redis lost the set: each replica re-publishes, the newer definition wins whoever comes first (%s)', async (order) => {
+    const prefix = order.includes('older') ? 'loss-a-' : 'loss-b-';
+    const { older, newer, oldR, newR, newAt } = await setUp(prefix);
+    expect(older).toHaveLength(20);
+    await lose();
+    const [first, second] = order.includes('older') ? [oldR, newR] : [newR, oldR];
+    expect(await first.refresh()).toBe(true); // it sees the loss and re-publishes
+    expect(await second.refresh()).toBe(true);
+    await first.refresh();
+    for (const s of newer) expect(await winner(s.name)).toMatchObject({ replica: 'new', definitionHash: s.definitionHash, loadedAtMs: newAt });
+    expect(older.some((s) => oldR.isCurrent(s))).toBe(false);
+    expect(newer.every((s) => newR.isCurrent(s) && oldR.has(s.name))).toBe(true);
+  });
+
+  it('a rival re-published while the newer publisher lapsed: the newer wins again when it is back', async () => {
+    const { older, newer, oldR, newR, newAt } = await setUp('lapse-');
+    await leave('new');
+    expect(await oldR.refresh()).toBe(true); // the orphan rule: its own definition runs again
+    expect(older.every((s) => oldR.isCurrent(s))).toBe(true);
+    expect((await winner('lapse-0')).replica).toBe('old');
+    expect((await winner('lapse-0')).loadedAtMs).toBeLessThan(newAt); // its load time, not the re-publication's
+    await join('new');
+    expect(await newR.refresh()).toBe(true);
+    for (const s of newer) expect(await winner(s.name)).toMatchObject({ replica: 'new', loadedAtMs: newAt });
+    await oldR.refresh();
+    expect(older.some((s) => oldR.isCurrent(s))).toBe(false);
+    // Stable: neither publishes again.
+    const v = await redis.get(ks.definitionsVersion);
+    expect(await oldR.refresh()).toBe(false);
+    expect(await newR.refresh()).toBe(false);
+    expect(await redis.get(ks.definitionsVersion)).toBe(v);
+  });
+});

@@ -131,6 +131,16 @@ export class Definitions {
   /** One string per publisher id, shared by its winners. */
   private readonly interned = new Map<string, string>();
   private version: string | null = null;
+  /** The epoch of the published set this view holds (publish-definitions.lua; null: none had been published). */
+  private epoch: string | null = null;
+  /** Names whose winner was set or withdrawn by the refresh under way (null: all of them, a full read). */
+  private seen: Set<string> | null = new Set();
+  /**
+   * When this replica loaded each of its definitions (Redis ms, as published): a re-publication sends it, so that
+   * an older definition re-published after its rival's publisher lapsed, or after Redis lost the set, does not
+   * beat a newer one (the rule is the load time, not the publication time).
+   */
+  private readonly loadedAt = new Map<string, number>();
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine = new Map<string, CompiledSchedule>();
   /** Publishers of winners that were not live members at a refresh, since when (performance.now(), ms). */
@@ -162,7 +172,17 @@ export class Definitions {
   async publish(schedules: readonly CompiledSchedule[], removed: readonly string[] = []): Promise<void> {
     await this.publishOnly(await this.notPublished(schedules), removed);
     this.mine = new Map(schedules.map((s) => [s.name, s]));
+    for (const name of [...this.loadedAt.keys()]) if (!this.mine.has(name)) this.loadedAt.delete(name);
     await this.refresh();
+    this.noteLoadTimes(schedules);
+  }
+
+  /** Records the load time of each of `schedules` that the view shows published as this replica has it. */
+  private noteLoadTimes(schedules: readonly CompiledSchedule[]): void {
+    for (const s of schedules) {
+      const w = this.winners.get(s.name);
+      if (w !== undefined && w.hash === s.definitionHash) this.loadedAt.set(s.name, w.loadedAtMs);
+    }
   }
 
   /**
@@ -194,12 +214,20 @@ export class Definitions {
    */
   async publishChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     await this.publishOnly(upserted, removed);
-    for (const name of removed) this.mine.delete(name);
+    for (const name of removed) {
+      this.mine.delete(name);
+      this.loadedAt.delete(name);
+    }
     for (const s of upserted) this.mine.set(s.name, s);
     await this.refresh();
+    this.noteLoadTimes(upserted);
   }
 
-  private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
+  /**
+   * Sends `schedules` and `removed` to the publish script. `again`: a re-publication, which carries each one's
+   * load time (known ones; the others count as loaded now).
+   */
+  private async publishOnly(schedules: readonly CompiledSchedule[], removed: readonly string[], again = false): Promise<void> {
     // Chunked: a call's arguments are spread into one function call (the stack limits it) and one script run
     // (which blocks Redis while it runs). Each chunk applies the same rule on its own, so chunks compose.
     let args: (string | number)[] = [this.replica, this.logKeep];
@@ -228,7 +256,8 @@ export class Definitions {
         ...(s.tenant !== undefined ? { tenant: s.tenant } : {}),
         ...(s.labels !== undefined ? { labels: s.labels } : {}),
       };
-      args.push(s.name, JSON.stringify(def));
+      const at = again ? this.loadedAt.get(s.name) : undefined;
+      args.push(s.name, JSON.stringify(at === undefined ? def : { ...def, loadedAtMs: at }));
       if (args.length >= 2 * PUBLISH_CHUNK + 2) await flush([]);
     }
     for (let i = 0; i < removed.length; i += PUBLISH_CHUNK) await flush(removed.slice(i, i + PUBLISH_CHUNK));
@@ -248,13 +277,32 @@ export class Definitions {
    * @returns true when the view changed (read or re-published).
    */
   async refresh(full = false): Promise<boolean> {
-    const v = await this.redis.get(this.keys.definitionsVersion);
+    // One round trip (auto-pipelined): the version, and the epoch of the set.
+    const [v, epoch] = await Promise.all([this.redis.get(this.keys.definitionsVersion), this.redis.hget(this.keys.definitionsLog, 'epoch')]);
+    // Redis lost the published set, or its latest writes: the epoch changed, or the version went back.
+    const lost = this.version !== null && ((this.epoch !== null && epoch !== this.epoch) || Number(v ?? 0) < Number(this.version));
+    this.seen = new Set();
     let changed = false;
-    if (full || this.version === null) {
+    if (full || lost || this.version === null) {
       await this.readAll(v);
       changed = true;
     } else if (v !== this.version) {
       changed = await this.readChanges();
+    }
+    this.epoch = epoch;
+    // A definition of this replica that is published by nobody (Redis lost it), or loaded later than the winner
+    // (a rival re-published an older one while this replica's membership lapsed): publish it again, with its load
+    // time. Only the names this refresh read are looked at (none in the usual case).
+    const mine = this.seen === null ? [...this.mine.values()] : [...this.seen].flatMap((n) => this.mine.get(n) ?? []);
+    const newer = mine.filter((s) => {
+      const w = this.winners.get(s.name);
+      return w === undefined || (w.hash !== s.definitionHash && (this.loadedAt.get(s.name) ?? -Infinity) > w.loadedAtMs);
+    });
+    if (newer.length > 0) {
+      await this.publishOnly(newer, [], true);
+      await this.refresh();
+      this.noteLoadTimes(newer);
+      return true;
     }
     // Cheap in the usual case: every publisher is live, so no schedule needs a look (100k schedules, each tick).
     const nowMs = performance.now();
@@ -272,7 +320,7 @@ export class Definitions {
     });
     const orphaned = candidates.length === 0 ? candidates : await this.stillOrphaned(candidates);
     if (orphaned.length > 0) {
-      await this.publishOnly(orphaned, []);
+      await this.publishOnly(orphaned, [], true);
       await this.refresh();
       return true;
     }
@@ -295,6 +343,7 @@ export class Definitions {
   private async readAll(v: string | null): Promise<void> {
     this.reads.full++;
     this.touched = null;
+    this.seen = null;
     this.winners = new Map<string, Winner>();
     this.publishers = new Map<string, number>();
     let cursor = '0';
@@ -342,6 +391,7 @@ export class Definitions {
     if (replica === undefined) this.interned.set(d.replica, (replica = d.replica));
     this.winners.set(name, { hash: d.definitionHash, replica, loadedAtMs: d.loadedAtMs });
     this.touched?.add(name);
+    this.seen?.add(name);
     this.publishers.set(replica, (this.publishers.get(replica) ?? 0) + 1);
   }
 
@@ -350,6 +400,7 @@ export class Definitions {
     const w = this.winners.get(name);
     if (w === undefined) return;
     this.touched?.add(name);
+    this.seen?.add(name);
     this.winners.delete(name);
     const n = (this.publishers.get(w.replica) ?? 1) - 1;
     if (n > 0) this.publishers.set(w.replica, n);

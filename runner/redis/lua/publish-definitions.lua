@@ -4,8 +4,15 @@
   publisher is a live member (a replica that starts, reloads or comes back with the definitions the flock runs
   writes nothing: at 100,000 schedules a rename of every publisher was 100,000 writes, version bumps and change-log
   entries that made every replica read every definition again), and names the caller as its publisher when the
-  publisher is gone; a different hash replaces it, stamped with the Redis time. Then the caller withdraws the
-  names it no longer runs, where its own publication is the current one.
+  publisher is gone; a different hash replaces it, stamped with the time the caller loaded it (its JSON's
+  `loadedAtMs`; absent, a fresh load: the Redis time now), unless the current one is a live member's loaded later
+  (a re-publication of an older definition, after its rival's publisher lapsed for a moment or Redis lost the set,
+  must not beat the newest: runner/engine/definitions.ts). Then the caller withdraws the names it no longer runs,
+  where its own publication is the current one.
+
+  The change log's state holds an `epoch`, set by the first publication into an empty set: a replica that sees it
+  change (or the version go back) knows Redis lost the set (a restart without its data, a failover to a replica
+  that lagged) and reads and re-publishes everything.
 
   Every changed name takes the next value of the version counter and is recorded with it in the change log (ZSET
   name → the version of its latest change), so that readers read only the names changed since the version they
@@ -17,17 +24,18 @@
   KEYS[1] definitions (HASH schedule → JSON)
   KEYS[2] version (counter)
   KEYS[3] change log (ZSET name → version)
-  KEYS[4] change log's state (HASH: floor, logged)
+  KEYS[4] change log's state (HASH: floor, logged, epoch)
   KEYS[5] members (ZSET replica → membership expiry, Redis ms: heartbeat.lua)
   ARGV[1] replica
   ARGV[2] how many names the change log keeps
-  ARGV[3..] pairs of name and JSON (without loadedAtMs: the script stamps it with the Redis time), then '|'
+  ARGV[3..] pairs of name and JSON (loadedAtMs: when the caller loaded it, Redis ms; absent: now), then '|'
     and the names this replica no longer runs
   Returns: 1 when something changed (and the version was bumped), else 0.
 ]]
 -- @include "includes/now.lua"
 
 local keep = tonumber(ARGV[2])
+if redis.call('HEXISTS', KEYS[4], 'epoch') == 0 then redis.call('HSET', KEYS[4], 'epoch', now .. '-' .. ARGV[1]) end
 local version = tonumber(redis.call('GET', KEYS[2]) or '0')
 local logged = tonumber(redis.call('HGET', KEYS[4], 'logged') or '0')
 local first = true
@@ -67,9 +75,12 @@ while ARGV[i] ~= '|' do
       changed(name)
     end
   else
-    mine.loadedAtMs = now
-    redis.call('HSET', KEYS[1], name, cjson.encode(mine))
-    changed(name)
+    local at = tonumber(mine.loadedAtMs or now)
+    if not (cur and cur.replica ~= ARGV[1] and tonumber(cur.loadedAtMs or 0) > at and live(cur.replica)) then
+      mine.loadedAtMs = at
+      redis.call('HSET', KEYS[1], name, cjson.encode(mine))
+      changed(name)
+    end
   end
   i = i + 2
 end
