@@ -52,7 +52,7 @@ export const START_FLAGS: readonly StartFlag[] = [
     flag: '--plan-budget <duration>',
     unit: 'duration',
     help: 'how long one planner tick may record occurrences before the rest goes to a tick that starts at once; 0: 500 occurrences per tick',
-    defaultText: 'a quarter of lookahead − prefetch − tick',
+    defaultText: 'a quarter of the membership TTL, max(2 × tick, lookahead − prefetch − tick): 500ms',
   },
   { option: 'maxStalls', flag: '--max-stalls <n>', unit: 'count', help: 're-claims after stalls before an occurrence fails' },
   { option: 'concurrency', flag: '--concurrency <n>', unit: 'positive count', help: 'live occurrences held at once by this replica' },

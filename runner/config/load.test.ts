@@ -346,6 +346,7 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
       `    job: ${HTTP_JOB}`,
       '  - name: Bad',
       '    cron: "61 * * * *"',
+      '    timeZone: Europe/Berln',
       '    jitter: soon',
       '    job: { kind: http, url: "mailto:x@example.com", colour: red }',
       '  - name: also-bad',
@@ -357,10 +358,11 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}`)).toEqual([
       '5:11 schedules[1].name',
       '6:11 schedules[1].cron',
-      '7:13 schedules[1].jitter',
-      '8:29 schedules[1].job.url',
-      '8:53 schedules[1].job.colour',
-      '11:32 schedules[2].job.path',
+      '7:15 schedules[1].timeZone', // with the bad cron: every error at once
+      '8:13 schedules[1].jitter',
+      '9:29 schedules[1].job.url',
+      '9:53 schedules[1].job.colour',
+      '12:32 schedules[2].job.path',
     ]);
   });
 

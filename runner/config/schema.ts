@@ -205,6 +205,16 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
     } catch (err) {
       if (!(err instanceof CronError)) throw err;
       ctx.addIssue({ code: 'custom', path: [err.field], message: err.message, params: issueParams(err.code) });
+      // A bad cron stops the compile before the zone is looked at: check the zone on its own, so that every error
+      // of the schedule is said at once (found by a user: a bad zone showed only after the cron was fixed).
+      if (err.field !== 'timeZone') {
+        try {
+          compileCron('0 0 * * *', v.timeZone);
+        } catch (zoneErr) {
+          if (!(zoneErr instanceof CronError)) throw zoneErr;
+          if (zoneErr.field === 'timeZone') ctx.addIssue({ code: 'custom', path: ['timeZone'], message: zoneErr.message, params: issueParams(zoneErr.code) });
+        }
+      }
     }
   }
   checkBlackouts(v.blackouts, v.timeZone, ctx);

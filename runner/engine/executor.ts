@@ -446,15 +446,20 @@ export class Executor {
       // This replica cannot run it (kind: handler without that handler): leave it, unclaimed, to a replica that
       // can; past the horizon on the Redis clock, nobody could.
       if (await this.closeUnrun(base, 'skipped', unavailable, o.horizonMs)) return;
-      // Said at warn once a minute per schedule: a handler name no replica registers (a typo) would otherwise
-      // stay silent until the horizon records the occurrences skipped.
-      const now = performance.now();
-      if (now - (this.unavailableWarned.get(d.schedule) ?? -Infinity) >= 60_000) {
-        this.unavailableWarned.set(d.schedule, now);
-        this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
-      }
+      // Handed to a replica that can run it (handoffs.ts); said at warn once a minute per schedule only when no
+      // live replica publishes what it needs: a handler name no replica registers (a typo) would otherwise stay
+      // silent until the horizon records the occurrences skipped, and a warning while another replica runs them
+      // (every replica start, before the others' capabilities are read) would cry wolf.
       const need = kind.requires?.(sched.job);
-      if (need !== undefined) await this.handOff(d, await this.replicaWith(need).catch(() => undefined));
+      const to = need === undefined ? undefined : await this.replicaWith(need).catch(() => undefined);
+      if (to !== undefined) await this.handOff(d, to);
+      else {
+        const now = performance.now();
+        if (now - (this.unavailableWarned.get(d.schedule) ?? -Infinity) >= 60_000) {
+          this.unavailableWarned.set(d.schedule, now);
+          this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
+        }
+      }
       return dl.backUntil(this.clock.now() + 1000);
     }
     const origin = d.origin ?? 'schedule';

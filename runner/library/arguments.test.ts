@@ -4,6 +4,7 @@
  * `connectFlock` waited for ever on a Redis that accepted the connection but never answered). Real redis-server.
  */
 import { createServer, type Server } from 'node:net';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { connectFlock, FlockClosedError, LibraryArgumentError, startReplica } from './index.js';
@@ -70,6 +71,19 @@ describe('library arguments found by a user breaking it', () => {
     );
     expect(err).toBeInstanceOf(LibraryArgumentError);
     expect(err?.message).toMatch(/^startReplica options\.schedulesDir: "\/nonexistent\/dir" does not exist: pass a schedule file or a directory/);
+  });
+
+  it('startReplica takes admin as { host, port }, "host:port" or "off", and refuses anything else before starting (it listened on a random port of every interface)', async () => {
+    await expect(startReplica({ redis: pr.server.url, admin: 9464 as never })).rejects.toThrow(/^startReplica options\.admin: must be \{ host, port \}, 'host:port' \(e\.g\. '127\.0\.0\.1:9464'\) or 'off'; got 9464$/);
+    await expect(startReplica({ redis: pr.server.url, admin: 'localhost' })).rejects.toThrow(/^startReplica options\.admin: "localhost" must be host:port/);
+    await expect(startReplica({ redis: pr.server.url, admin: { host: 'nonsense host', port: -5 } })).rejects.toThrow(/^startReplica options\.admin\.port: must be a whole number from 0 to 65535/);
+    await expect(startReplica({ redis: pr.server.url, admin: { host: '', port: 9464 } })).rejects.toThrow(/^startReplica options\.admin\.host: must be a host name or address/);
+    await expect(startReplica({ redis: pr.server.url, admin: { host: '127.0.0.1', port: 1, extra: 1 } as never })).rejects.toThrow(LibraryArgumentError);
+    // 'host:port' and 'off' as the command line takes them.
+    const r = await startReplica({ redis: pr.server.url, namespace: 'admin-arg', admin: '127.0.0.1:0', logger: pino({ level: 'silent' }) });
+    await r.stop(0);
+    const off = await startReplica({ redis: pr.server.url, namespace: 'admin-arg', admin: 'off', logger: pino({ level: 'silent' }) });
+    await off.stop(0);
   });
 
   it('the allowed options of startReplica name each option once', async () => {

@@ -6,6 +6,7 @@
  * The same rules as the CLI's and the HTTP API's for the same values.
  */
 import { editDistance } from '../text/edit-distance.js';
+import { parseListenAddress } from '../admin/server.js';
 
 /** A call of the library with an argument it does not take; `argument` names it (e.g. `upsert options.ifVersion`). */
 export class LibraryArgumentError extends TypeError {
@@ -107,4 +108,27 @@ export class FlockClosedError extends Error {
     super(`${call}: this flock is closed (flock.close() was called); connect again with connectFlock to go on`);
     this.name = 'FlockClosedError';
   }
+}
+
+/**
+ * Where a replica of the library serves /metrics, /healthz and /readyz (`startReplica({ admin })`): `{ host, port }`,
+ * a `'host:port'` string as `cronflock start --admin` takes, or `'off'`/null/undefined for none.
+ * @throws LibraryArgumentError naming `what` for anything else (a bare port, a host that is not a string, a port
+ *   out of 0–65535): the server would otherwise listen on a random port of every interface.
+ */
+export function listenAddress(what: string, v: unknown): { host: string; port: number } | null {
+  if (v === undefined || v === null || v === 'off') return null;
+  if (typeof v === 'string') {
+    try {
+      return parseListenAddress(v, what);
+    } catch (err) {
+      throw new LibraryArgumentError(what, (err as Error).message.replace(`${what} `, ''));
+    }
+  }
+  if (typeof v !== 'object' || Array.isArray(v)) throw new LibraryArgumentError(what, `must be { host, port }, 'host:port' (e.g. '127.0.0.1:9464') or 'off'; got ${JSON.stringify(v)}`);
+  const o = onlyKeys(what, v, ['host', 'port']);
+  if (typeof o.host !== 'string' || o.host === '') throw new LibraryArgumentError(`${what}.host`, `must be a host name or address (e.g. '127.0.0.1'); got ${JSON.stringify(o.host)}`);
+  const port = wholeNumber(`${what}.port`, o.port, 0, 65535, '0: any free port');
+  if (port === undefined) throw new LibraryArgumentError(`${what}.port`, 'must be a port from 0 to 65535 (0: any free port)');
+  return { host: o.host, port };
 }

@@ -44,7 +44,7 @@ import { registerHandlers, type HandlerContext, type JobHandler } from '../../jo
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem, type RedisSettingNames } from '../redis/explain.js';
-import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
+import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
 
 export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
 export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
@@ -340,8 +340,8 @@ export interface StartReplicaOptions extends Partial<Omit<RunnerOptions, 'namesp
   jobs?: Readonly<Record<string, JobHandler>>;
   /** Where to log (pino); default: JSON lines on stdout at `CRONFLOCK_LOG_LEVEL` (info). */
   logger?: Logger;
-  /** Serve /metrics, /healthz and /readyz here; default none. */
-  admin?: { host: string; port: number };
+  /** Serve /metrics, /healthz and /readyz here: `{ host, port }` or `'host:port'` (as `--admin`); default none (`'off'`). */
+  admin?: { host: string; port: number } | string | null;
 }
 
 /** A replica running inside this process; see {@link startReplica}. */
@@ -368,6 +368,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   if (typeof o.redis !== 'string') throw new LibraryArgumentError('startReplica options.redis', 'must be a Redis URL (e.g. redis://localhost:6379)');
   checkRunnerOptionTypes(v);
   const { redis, namespace, schedulesDir, jobs, logger, admin, ...rest } = o;
+  const adminAt = listenAddress('startReplica options.admin', admin);
   checkJobs(jobs);
   if (text('startReplica options.schedulesDir', schedulesDir) !== undefined) await checkSchedulePath(schedulesDir!);
   const unregister = registerHandlers(jobs ?? {});
@@ -383,7 +384,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   try {
     first = await sources.compose();
     for (const e of first.fileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
-    replica = await Replica.start({ redisUrl: redis, schedules: sources.withStored(first), options, log, admin: admin ?? null });
+    replica = await Replica.start({ redisUrl: redis, schedules: sources.withStored(first), options, log, admin: adminAt });
   } catch (err) {
     await opened.close();
     unregister();
