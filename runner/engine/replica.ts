@@ -254,6 +254,7 @@ export class Replica {
         events,
         isCurrent: (s) => definitions.isCurrent(s),
         isPublished: (name) => definitions.has(name),
+        isPublishedAs: (s) => definitions.isPublishedAs(s),
         tracer: p.tracing ?? NO_TRACING,
       });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);

@@ -102,6 +102,12 @@ export interface ClaimRequest {
   maxConcurrent: number | null;
   /** The schedule's concurrency group and rate limits (absent: none); see lua/includes/gates.lua. */
   gates?: ClaimGates;
+  /**
+   * The schedule's `outboxOn` (runner/notify/events.ts; '' when it has neither notify nor heartbeat) as this
+   * replica's definition says: pass it only when that definition is the published one, which the claim script
+   * would otherwise read per start (lua/includes/outbox.lua). Absent: the script reads the published definition.
+   */
+  outboxOn?: string;
 }
 
 /** What a claim must pass besides the concurrency policy: the schedule's group and rate limits. */
@@ -183,6 +189,8 @@ interface FinishItem {
   retryBackoffMaxMs: number;
   jitter: number;
   lockMs: number;
+  /** See {@link ClaimRequest.outboxOn}; absent: the script reads the published definition. */
+  outboxOn?: string;
 }
 
 /** Most claims or finishes in one call (those that come together): bounds how long one call blocks Redis. */
@@ -266,6 +274,7 @@ export class Store {
     const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], {
       occPrefix: k.occurrencePrefix,
       runsPrefix: k.runsPrefix,
+      activePrefix: k.activePrefix,
       horizonMs: o.horizonMs,
       retentionMs: o.retentionMs,
       replica: o.replica,
@@ -304,6 +313,7 @@ export class Store {
       concurrencyPolicy: r.concurrencyPolicy,
       maxConcurrent: r.maxConcurrent ?? -1,
       gates: gateArgs(k, r.schedule, r.gates),
+      ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
     });
   }
 
@@ -350,6 +360,8 @@ export class Store {
       retries?: number;
       retryBackoffMs?: number;
       retryBackoffMaxMs?: number;
+      /** The schedule's outboxOn, as {@link ClaimRequest.outboxOn} says. */
+      outboxOn?: string;
     },
   ): Promise<FinishResult> {
     return this.finishes.call({
@@ -365,6 +377,7 @@ export class Store {
       retryBackoffMaxMs: r.retryBackoffMaxMs ?? 300_000,
       jitter: Math.random(),
       lockMs: r.lockMs ?? 4_000,
+      ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
     });
   }
 
