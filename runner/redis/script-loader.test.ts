@@ -235,7 +235,7 @@ describe('the words the scripts share with the code', () => {
 });
 
 describe('the record helpers (includes/record.lua and what it includes)', () => {
-  const helpers = ['recordLastResult', 'recordAttempt', 'recordHistory', 'emitOutcome', 'createRecord', 'finalize'];
+  const helpers = ['recordLastResult', 'attemptsWith', 'recordHistory', 'emitOutcome', 'createRecord', 'finalize'];
   const withRecords = SCRIPT_NAMES.filter((name) => readFileSync(path.join(LUA_DIR, `${name}.lua`), 'utf8').includes('-- @include "includes/record.lua"'));
 
   it.each(withRecords.map((name) => [name]))('%s gets last-result.lua, history.lua and outbox.lua once each', (name) => {

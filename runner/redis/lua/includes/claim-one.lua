@@ -14,7 +14,7 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   local occPrefix = string.sub(occKey, 1, #occKey - #key)
 
   -- One read of every field the claim needs (a record always has a state: none means no record).
-  local FIELDS = {'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs', 'retryAt', 'origin', 'token', 'cancelRequested'}
+  local FIELDS = {'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs', 'retryAt', 'origin', 'token', 'cancelRequested', 'att'}
   local rec = rcall('HMGET', occKey, unpack(FIELDS))
   if not rec[1] then
     if now - dueMs > horizonMs then return {'stale'} end
@@ -149,16 +149,16 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   local token = tonumber(rec[10] or '0') + 1
   local attempt = tonumber(rec[6] or '0') + 1
   -- history: which claim this is (a re-claim after a stall or a hand-over, a retry, or the first)
-  recordAttempt(occKey, token, replica, dueMs, state == 'retrying' and 'retry' or state ~= 'running' and 'first' or rec[4] == '1' and 'handover' or 'stalled')
+  local att = attemptsWith(rec[12] or nil, token, replica, dueMs, state == 'retrying' and 'retry' or state ~= 'running' and 'first' or rec[4] == '1' and 'handover' or 'stalled')
   local firstStart = tonumber(rec[7] or '0')
   if firstStart == 0 then
     firstStart = now
     rcall('HSET', occKey, 'token', token, 'attempt', attempt, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs,
-      'released', 0, 'startMs', now, 'activeKey', activeKey, 'firstStartMs', now, 'latenessMs', now - fireMs)
+      'released', 0, 'startMs', now, 'activeKey', activeKey, 'firstStartMs', now, 'latenessMs', now - fireMs, 'att', att)
     emitOutcome(occKey, 'started', '', schedule, a.outboxOn)
   else
     rcall('HSET', occKey, 'token', token, 'attempt', attempt, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs,
-      'released', 0, 'startMs', now, 'activeKey', activeKey)
+      'released', 0, 'startMs', now, 'activeKey', activeKey, 'att', att)
   end
   if rec[11] or rec[8] then rcall('HDEL', occKey, 'cancelRequested', 'retryAt') end
   rcall('PEXPIRE', occKey, lockMs + retentionMs)

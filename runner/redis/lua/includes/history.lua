@@ -1,19 +1,20 @@
 --[[
-  The dashboard's history beside the run records: recordAttempt(occKey, token, replica, dueMs, why) per claim,
+  The dashboard's history beside the run records: attemptsWith(att, token, replica, dueMs, why) per claim,
   recordHistory(occKey) once per occurrence when its record becomes final (record.lua's createRecord and
   finalize). runner/history/entry.ts decodes what these write, runner/history/keys.ts names the keys.
 ]]
 -- @include "now.lua"
 
 -- ---- history (runner/history/entry.ts decodes what these two write; keep them in step) ------------------------
--- recordAttempt: one compact entry per claim, appended to the occurrence's attempt list {ns}:att:<key> (kept
--- while the occurrence is open; recordHistory folds it into the history entry): [token, replica, start - due,
--- why] with why = first | retry | stalled | handover.
-local function recordAttempt(occKey, token, replica, dueMs, why)
-  local at = string.find(occKey, ':occ:', 1, true)
-  local attKey = string.sub(occKey, 1, at - 1) .. ':att:' .. string.sub(occKey, at + 5)
-  rcall('RPUSH', attKey, cjson.encode({token, replica, now - dueMs, why}))
-  rcall('PEXPIRE', attKey, 2592000000)
+-- attemptsWith: one compact entry per claim, [token, replica, start - due, why] with why = first | retry | stalled |
+-- handover, appended to the occurrence's attempts (record field `att`: the entries as JSON, comma-separated; kept
+-- while the occurrence is open; recordHistory folds it into the history entry). Returns the new value, which the
+-- claim writes in its own HSET: no command of its own (issue 16). Records claimed by an older version keep them
+-- in a LIST {ns}:att:<key> instead, which recordHistory still folds in.
+local function attemptsWith(att, token, replica, dueMs, why)
+  local one = cjson.encode({token, replica, now - dueMs, why})
+  if att and att ~= '' then return att .. ',' .. one end
+  return one
 end
 
 -- recordHistory: called once per occurrence, when its record becomes final. Writes, apart from the short-lived
@@ -31,7 +32,7 @@ end
 -- historyMs is gone at most an hour late. historyMs is read once per script call.
 local HISTORY_STATE = {succeeded = 's', failed = 'f', missed = 'm', skipped = 'k'}
 local HISTORY_FIELDS = {'schedule', 'dueMs', 'fireMs', 'origin', 'state', 'reason', 'endMs', 'error', 'result',
-  'replica', 'refused', 'plannedBy'}
+  'replica', 'refused', 'plannedBy', 'att', 'firstStartMs'}
 local HOUR_MS = 3600000
 local historyMsOfCall
 local function recordHistory(occKey, r)
@@ -46,9 +47,14 @@ local function recordHistory(occKey, r)
   if not schedule or not dueMs or not code then return end
   if not historyMsOfCall then historyMsOfCall = tonumber(rcall('HGET', ns .. ':config', 'historyMs') or '') or 2592000000 end
   local historyMs = historyMsOfCall
-  local attKey = ns .. ':att:' .. key
-  local attempts = rcall('LRANGE', attKey, 0, -1)
-  rcall('DEL', attKey)
+  local attempts = {}
+  if r.att then attempts = {r.att}
+  elseif r.firstStartMs then
+    -- claimed by an older version: its attempts are in a LIST of their own
+    local attKey = ns .. ':att:' .. key
+    attempts = rcall('LRANGE', attKey, 0, -1)
+    rcall('DEL', attKey)
+  end
   -- The attempts are JSON already: spliced in (cjson would turn an empty list into an object).
   local head = cjson.encode({string.sub(key, #schedule + 2), code, r.reason or '', tonumber(r.fireMs or r.dueMs) - dueMs,
     tonumber(r.endMs or now) - dueMs})

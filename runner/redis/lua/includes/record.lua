@@ -5,7 +5,7 @@
   (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
   skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
   completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
-  firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
+  firstStartMs, startMs, latenessMs, endMs, error, result, att (the attempts while open: history.lua); backfill occurrences also policy (the schedule's
   concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
 
   Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper
@@ -102,7 +102,7 @@ end
 -- The fields finalize reads in its one HMGET: the history entry's (history.lua HISTORY_FIELDS) and the sets to
 -- leave. A caller that has read the record already (finishOne) passes them, in the map readFinalFields makes.
 local FINAL_FIELDS = {'schedule', 'dueMs', 'fireMs', 'origin', 'state', 'reason', 'endMs', 'error', 'result',
-  'replica', 'refused', 'plannedBy', 'activeKey', 'queueKey'}
+  'replica', 'refused', 'plannedBy', 'att', 'firstStartMs', 'activeKey', 'queueKey'}
 
 -- The record's FINAL_FIELDS as a map (absent fields nil), from the values of an HMGET whose fields are `extra`
 -- followed by FINAL_FIELDS (extra: the caller's own fields first, e.g. finishOne's token, state, leaseUntil).
@@ -132,7 +132,8 @@ local function finalize(occKey, state, reason, retentionMs, pendingKey, key, r, 
   if reason ~= '' then r.reason = reason end
   local schedule = r.schedule
   if schedule then recordLastResult(occKey, key, schedule, state, reason, r.dueMs) end
-  rcall('HDEL', occKey, 'leaseUntil')
+  -- the attempts are in the history entry from now on (a final record shows them from there)
+  rcall('HDEL', occKey, 'leaseUntil', 'att')
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
   if r.activeKey then rcall('ZREM', r.activeKey, key) end
