@@ -25,12 +25,13 @@ describe('history', () => {
     await sleep(400); // a's lease lapses: it was killed
     const second = await h.store.claim(req(key, now - 50, now - 40, { replica: 'b' }));
     expect(second).toMatchObject({ status: 'claimed', token: 2 });
-    // While open, the attempts are read from the record's attempt list.
+    // While open, the attempts are read from the record (field att).
     const open = await readOccurrence(h.redis, h.keys, key);
     expect(open).toMatchObject({ state: 'running', from: 'record' });
     expect(open!.attempts.map((a) => [a.fencingToken, a.replica, a.why])).toEqual([[1, 'a', 'first'], [2, 'b', 'stalled']]);
     expect(await h.store.finish(key, 2, { state: 'succeeded', retentionMs: 120_000, result: '{"ok":true}' })).toEqual({ status: 'recorded' });
     expect(await h.redis.exists(hk.attempts(key))).toBe(0); // folded into the entry
+    expect(await h.redis.hexists(h.keys.occurrence(key), 'att')).toBe(0); // and out of the final record
 
     await h.redis.del(h.keys.occurrence(key)); // the record's retention is over
     const v = await readOccurrence(h.redis, h.keys, key);
@@ -108,12 +109,12 @@ describe('history', () => {
       await h.store.claim(req(key, due, due, { schedule: 'u' }));
       expect(await h.store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
     };
-    await finishAt(now - 60_000); // the hour's first success: trimmed before it is added, expiry set
+    await finishAt(now - 30_000); // the hour's first success: trimmed before it is added, expiry set
     expect(await h.redis.pttl(hk.history('u'))).toBeGreaterThan(3_600_000);
     expect(await h.redis.pttl(hk.counts('u'))).toBeGreaterThan(26 * 3_600_000);
     await h.redis.persist(hk.history('u'));
     await h.redis.persist(hk.counts('u'));
-    await finishAt(now - 50_000); // the same hour and code: no upkeep (the old entry stays, at most an hour)
+    await finishAt(now - 20_000); // the same hour and code: no upkeep (the old entry stays, at most an hour)
     expect(await h.redis.zcard(hk.history('u'))).toBe(2);
     expect(await h.redis.pttl(hk.history('u'))).toBe(-1);
     // the bucket of this hour as if written an hour ago: the next success is the hour's first
