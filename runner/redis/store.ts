@@ -173,7 +173,7 @@ export interface ReplicaWait {
 }
 
 /** One row of a plan offer, as plan.lua reads it: dueMs, fireMs, key, keepFireMs, fixed state, note, deadlineFromMs. */
-type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number];
+type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number, string];
 
 /** What finish.lua takes per attempt (one of its items). */
 interface FinishItem {
@@ -252,12 +252,24 @@ export class Store {
    */
   async plan(
     items: readonly PlannedOccurrence[],
-    o: { horizonMs: number; retentionMs: number; catchUpGraceMs: number; replica: string; mark?: string },
+    o: {
+      horizonMs: number;
+      retentionMs: number;
+      catchUpGraceMs: number;
+      replica: string;
+      mark?: string;
+      /**
+       * Occurrence key → the id of the live-lane batch job the caller will add it to if the script records it to run
+       * on time (engine/enqueue.ts `assignBatchJobs`): written into the record (field `bj`) by the script, so the
+       * enqueue needs no write of its own per occurrence.
+       */
+      batchJobs?: ReadonlyMap<string, string>;
+    },
   ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
     // One offer per run of items of one schedule (plan.lua's header): rows of [dueMs, fireMs, key, keepFireMs,
-    // fixed state, note, deadlineFromMs].
+    // fixed state, note, deadlineFromMs, batch job id].
     const offers: (Omit<PlanPolicy, 'startingDeadlineMs'> & { schedule: string; startingDeadlineMs: number; rows: PlanRow[] })[] = [];
     for (let i = 0; i < items.length; ) {
       const { schedule, policy: p } = items[i]!;
@@ -267,7 +279,7 @@ export class Store {
       for (; i < j; i++) {
         const it = items[i]!;
         const note = it.fixed?.reason ?? it.delay?.reason ?? '';
-        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs]);
+        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs, o.batchJobs?.get(it.key) ?? '']);
       }
       offers.push({ schedule, suspend: p.suspend, startingDeadlineMs: p.startingDeadlineMs ?? -1, catchUp: p.catchUp, maxCatchUpRuns: p.maxCatchUpRuns, rows });
     }

@@ -49,7 +49,9 @@
                      latest | all), maxCatchUpRuns, rows}, rows in due-time order, each {dueMs, fireMs,
                      occurrence key, keepFireMs (-1: no occurrence `keep` places later in the offer), fixed
                      state ('' | missed | skipped), note (the fixed state's reason, or a delay's, or ''),
-                     deadlineFromMs (the fire time the starting deadline counts from)}
+                     deadlineFromMs (the fire time the starting deadline counts from), batchJob (the live-lane batch
+                     job the caller adds it to if it runs on time: written to the record's `bj`, so the enqueue
+                     writes nothing per occurrence; '' or absent: none)}
   Returns: for each occurrence created scheduled (to enqueue): key, reason ('' on time, the catch-up reason for
     a catch-up run: it goes to the backlog lane), then '|', then for each key created in a final state: key,
     state (missed | skipped), reason.
@@ -72,7 +74,7 @@ for _, offer in ipairs(args.offers) do
   elseif catchUp == 'all' then dropWhy = 'catch-up: more than maxCatchUpRuns (' .. maxCatchUpRuns .. ') overdue' end
   for _, row in ipairs(offer.rows) do
     local dueMs, fireMs, key, keepFireMs = row[1], row[2], row[3], row[4]
-    local fixed, note, deadlineFromMs = row[5], row[6], row[7]
+    local fixed, note, deadlineFromMs, batchJob = row[5], row[6], row[7], row[8] or ''
     local occKey = occPrefix .. key
     if now - dueMs <= horizonMs and rcall('EXISTS', occKey) == 0 then
       local state, reason = 'scheduled', note
@@ -90,10 +92,12 @@ for _, offer in ipairs(args.offers) do
           state, reason = 'missed', dropWhy .. after
         else
           reason = 'catch-up: run late (catchUp ' .. catchUp .. ')' .. after
+          batchJob = '' -- a catch-up run goes to the backlog lane, one job each (engine/enqueue.ts laneOf)
         end
       end
       -- the schedules SET gets the schedule below, once per schedule and minute, not per record
-      createRecord(occKey, runsPrefix .. schedule, false, schedule, key, dueMs, fireMs, 'schedule', state, reason, replica, retentionMs)
+      createRecord(occKey, runsPrefix .. schedule, false, schedule, key, dueMs, fireMs, 'schedule', state, reason, replica, retentionMs,
+        (state == 'scheduled' and batchJob ~= '') and batchJob or nil)
       created[schedule] = true
       if state == 'scheduled' then
         rcall('ZADD', KEYS[1], fireMs, key)

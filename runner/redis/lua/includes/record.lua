@@ -36,12 +36,15 @@ end
 
 -- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
 -- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs. schedulesKey false:
--- the caller adds the schedule to the schedules SET itself (plan.lua, once per schedule and minute).
-local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs)
-  rcall('HSET', occKey, 'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs,
+-- the caller adds the schedule to the schedules SET itself (plan.lua, once per schedule and minute). batchJob
+-- (optional): the live-lane batch job the caller will add it to (field `bj`, read by the sweep).
+local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs, batchJob)
+  local set = {'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs,
     'manual', origin == 'schedule' and 0 or 1, 'origin', origin,
-    'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica)
-  if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
+    'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica}
+  if reason ~= '' then set[#set + 1] = 'reason'; set[#set + 1] = reason end
+  if batchJob then set[#set + 1] = 'bj'; set[#set + 1] = batchJob end
+  rcall('HSET', occKey, unpack(set))
   if isFinal(state) then
     rcall('HSET', occKey, 'endMs', now)
     rcall('PEXPIRE', occKey, retentionMs)
@@ -123,17 +126,19 @@ end
 -- (optional): the schedule's outboxOn as the caller knows it (outbox.lua emitOutcome).
 -- Returns the schedule's name (nil when the record is gone).
 local function finalize(occKey, state, reason, retentionMs, pendingKey, key, r, on)
-  if reason ~= '' then rcall('HSET', occKey, 'state', state, 'endMs', now, 'reason', reason)
-  else rcall('HSET', occKey, 'state', state, 'endMs', now) end
   -- one read for what follows: the schedule, the history entry's fields, and the active set and backfill queue
   -- to leave
   if not r then r = readFinalFields(occKey) end
+  -- one write: no lease any more (0, as a release writes it), and the attempts are in the history entry from now
+  -- on (a final record shows them from there: att emptied)
+  local set = {'state', state, 'endMs', now, 'leaseUntil', 0}
+  if reason ~= '' then set[#set + 1] = 'reason'; set[#set + 1] = reason end
+  if r.att then set[#set + 1] = 'att'; set[#set + 1] = '' end
+  rcall('HSET', occKey, unpack(set))
   r.state, r.endMs = state, now
   if reason ~= '' then r.reason = reason end
   local schedule = r.schedule
   if schedule then recordLastResult(occKey, key, schedule, state, reason, r.dueMs) end
-  -- the attempts are in the history entry from now on (a final record shows them from there)
-  rcall('HDEL', occKey, 'leaseUntil', 'att')
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
   if r.activeKey then rcall('ZREM', r.activeKey, key) end
