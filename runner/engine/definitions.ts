@@ -461,4 +461,13 @@ export class Definitions {
     const w = this.winners.get(s.name);
     return w === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
   }
+
+  /**
+   * True when the published definition of `s` (as last read) has the same hash as this replica's: then what the
+   * engine scripts would read from it (its `outboxOn`) is what this replica's definition says, and the claim and
+   * finish can carry it instead of the scripts reading the definition per outcome.
+   */
+  isPublishedAs(s: CompiledSchedule): boolean {
+    return this.winners.get(s.name)?.hash === s.definitionHash;
+  }
 }

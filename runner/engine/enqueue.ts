@@ -85,7 +85,14 @@ export function occurrenceJob(keys: Keyspace, it: OccurrenceJobData, nowMs: numb
 }
 
 /** What {@link enqueueOccurrences} takes: a job's data, and the recorded reason where there is one. */
-export type EnqueueItem = OccurrenceJobData & { reason?: string };
+export type EnqueueItem = OccurrenceJobData & {
+  reason?: string;
+  /**
+   * The live-lane batch job the occurrence goes in, already written to its record (field {@link BATCH_JOB_FIELD})
+   * by the plan script ({@link assignBatchJobs}); ignored unless it runs in the live lane with batches.
+   */
+  batchJob?: string;
+};
 
 /** The lane an occurrence runs in (see the module comment). */
 export type Lane = 'live' | 'backlog';
@@ -154,27 +161,57 @@ export async function enqueueOccurrences(
   const live = items.filter((it) => laneOf(it) === 'live');
   const backlog = items.filter((it) => laneOf(it) === 'backlog');
   if (live.length > 0 && batch && batch.batchSize > 1) {
-    const jobs = batchesOf(live, batch.batchSize).map((members) => {
+    const batchJob = (members: readonly EnqueueItem[], jobId: string) => {
       const first = members[0]!;
       return {
         name: 'batch',
         data: { batch: members.map(occurrenceData) } as DeliveryJobData,
-        opts: {
-          // Unique: a batch is never de-duplicated against another (the records de-duplicate the occurrences).
-          jobId: `b-${keys.jobId(first.key)}-${randomBytes(4).toString('hex')}`,
-          timestamp: now,
-          delay: Math.max(0, first.fireMs - prefetchMs - now),
-          removeOnComplete: true,
-          removeOnFail: true,
-        },
+        opts: { jobId, timestamp: now, delay: Math.max(0, first.fireMs - prefetchMs - now), removeOnComplete: true, removeOnFail: true },
       };
-    });
-    const p = batch.redis.pipeline();
-    for (const j of jobs) for (const m of (j.data as BatchJobData).batch) p.hset(keys.occurrence(m.key), BATCH_JOB_FIELD, j.opts.jobId);
-    await p.exec();
-    await lanes.live.addBulk(jobs);
+    };
+    // Those whose record names their batch job already (the plan script wrote it): grouped by it, in fire-time order.
+    const named = new Map<string, EnqueueItem[]>();
+    const unnamed: EnqueueItem[] = [];
+    for (const it of live) {
+      if (it.batchJob === undefined) unnamed.push(it);
+      else {
+        const list = named.get(it.batchJob) ?? [];
+        list.push(it);
+        named.set(it.batchJob, list);
+      }
+    }
+    const jobs = [...named].map(([jobId, members]) => batchJob(members.sort((a, b) => a.fireMs - b.fireMs), jobId));
+    // The others: cut into batches here, each record told its batch job before the job is added.
+    const cut = batchesOf(unnamed, batch.batchSize).map((members) => batchJob(members, newBatchJobId(keys, members[0]!.key)));
+    if (cut.length > 0) {
+      const p = batch.redis.pipeline();
+      for (const j of cut) for (const m of (j.data as BatchJobData).batch) p.hset(keys.occurrence(m.key), BATCH_JOB_FIELD, j.opts.jobId);
+      await p.exec();
+    }
+    await lanes.live.addBulk([...jobs, ...cut]);
   } else if (live.length > 0) await lanes.live.addBulk(live.map((it) => job(it)));
   if (backlog.length > 0) await lanes.backlog.addBulk(backlog.map((it) => job(it, backlogPriority(it))));
+}
+
+/** A batch job's id: unique, so a batch is never de-duplicated against another (the records de-duplicate the occurrences). */
+function newBatchJobId(keys: Keyspace, firstKey: string): string {
+  return `b-${keys.jobId(firstKey)}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * The batch jobs that occurrences about to be offered to the plan script go in if it records them to run on
+ * time (live lane): occurrence key → job id, cut as {@link batchesOf} cuts. The plan script writes the id into
+ * each record it creates to run on time (field {@link BATCH_JOB_FIELD}: the sweep's sign that a job exists), so
+ * the enqueue after it writes nothing per occurrence; it adds the jobs ({@link EnqueueItem.batchJob}). An
+ * occurrence the script does not create, or creates as a catch-up run or final, simply leaves its batch smaller.
+ */
+export function assignBatchJobs(keys: Keyspace, items: readonly { key: string; fireMs: number }[], size: number): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const members of batchesOf(items, size)) {
+    const id = newBatchJobId(keys, members[0]!.key);
+    for (const m of members) out.set(m.key, id);
+  }
+  return out;
 }
 
 /**

@@ -38,8 +38,12 @@ import { signatureHeaders } from '../notify/signing.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 import { sleep } from '../time/wait.js';
+import { outboxOn } from '../notify/events.js';
 import { redisFailure } from '../redis/outage.js';
 import { HANDOFF_TAKE_LIMIT, parseHandoff } from './handoffs.js';
+
+/** outboxOn per compiled schedule (a reload makes new objects: no stale entry is read). */
+const OUTBOX_ON = new WeakMap<CompiledSchedule, string>();
 
 /** What the executor needs from the rest of the replica, given at construction. */
 export interface ExecutorRequirements {
@@ -53,6 +57,11 @@ export interface ExecutorRequirements {
   publisherOf?: (name: string) => string | undefined;
   /** A live replica that can run what this one lacks (a job kind's `requires`), if any (handoffs.ts). */
   replicaWith?: (capability: string) => Promise<string | undefined>;
+  /**
+   * Whether the published definition of a schedule is this replica's (same hash): then the claim and finish carry
+   * the schedule's `outboxOn` and the scripts need not read the published definition per outcome; default: no.
+   */
+  isPublishedAs?: (s: CompiledSchedule) => boolean;
   /** Traces of attempts (runner/tracing/): gives each job its span context; default: no tracing. */
   tracer?: OccurrenceTracer;
 }
@@ -165,6 +174,7 @@ export class Executor {
   /** Deliveries handed to this replica that are being processed (handoffs.ts); a stop waits for them. */
   private readonly handedHere = new Set<Promise<unknown>>();
   private takingHandoffs = false;
+  private readonly isPublishedAs: (s: CompiledSchedule) => boolean;
   private readonly events: EngineEvents;
   /** Traces of attempts (runner/tracing/); none unless tracing is on. */
   private readonly tracer: OccurrenceTracer;
@@ -183,6 +193,7 @@ export class Executor {
     this.isPublished = needs.isPublished ?? (() => false);
     this.publisherOf = needs.publisherOf ?? (() => undefined);
     this.replicaWith = needs.replicaWith ?? (() => Promise.resolve(undefined));
+    this.isPublishedAs = needs.isPublishedAs ?? (() => false);
     this.tracer = needs.tracer ?? NO_TRACING;
     this.heldHereLimit = Math.max(1, Math.floor(opts.concurrency / 4));
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
@@ -517,6 +528,7 @@ export class Executor {
         concurrencyPolicy: sched.concurrencyPolicy,
         maxConcurrent: sched.maxConcurrent,
         gates: { group: sched.groupLimits, rateLimit: sched.rateLimit },
+        outboxOn: this.knownOutboxOn(d.schedule),
       });
       if (claim.status === 'early') {
         // Not yet on the Redis clock (a retry's time, or an early promotion): wait here, or give it back.
@@ -670,7 +682,7 @@ export class Executor {
       // that found it must not run (JobSkippedError: recorded skipped with its reason).
       const skipped = !outcome.ok && isJobSkipped(outcome.err) ? outcome.err.reason : undefined;
       const noRetry = !outcome.ok && (outcome.reason === 'replaced' || outcome.reason?.startsWith('blackout ') === true || skipped !== undefined);
-      const result = await this.finish(d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched);
+      const result = await this.finish(d.schedule, d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched);
       const endMs = this.clock.now();
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
@@ -745,7 +757,7 @@ export class Executor {
     await this.store.release(key, fencingToken, lost.message, this.opts.lockMs).catch(() => false);
     log.warn({ reason: lost.message }, lost.kind === 'handover' ? 'run handed over' : 'claim lost; run aborted');
     void settled.then(async (r) => {
-      const res = await this.finish(key, fencingToken, r, 0).catch(() => ({ status: 'refused' as const }));
+      const res = await this.finish(d.schedule, key, fencingToken, r, 0).catch(() => ({ status: 'refused' as const }));
       log.warn(
         { accepted: res.status !== 'refused' },
         res.status !== 'refused' ? 'late completion accepted' : 'late completion refused (stale fencing token)',
@@ -774,7 +786,20 @@ export class Executor {
     return true;
   }
 
+  /**
+   * The schedule's `outboxOn` (notify/events.ts) for the claim and finish scripts, when this replica's definition
+   * of it (as it holds it now) is the published one; undefined otherwise (the scripts read the published one).
+   */
+  private knownOutboxOn(schedule: string): string | undefined {
+    const s = this.schedules.get(schedule);
+    if (!s || !this.isPublishedAs(s)) return undefined;
+    let on = OUTBOX_ON.get(s);
+    if (on === undefined) OUTBOX_ON.set(s, (on = outboxOn(s)));
+    return on;
+  }
+
   private async finish(
+    schedule: string,
     key: string,
     token: number,
     r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
@@ -793,6 +818,7 @@ export class Executor {
       retries,
       retryBackoffMs: sched?.retryBackoffMs,
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
+      outboxOn: this.knownOutboxOn(schedule),
     });
     // Nothing to undo: the record is written; a shortfall is said and counted.
     if (res.status !== 'refused') this.shortOfReplicas('final', key, res.acked);

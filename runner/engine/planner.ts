@@ -38,12 +38,12 @@ import type { Keyspace } from '../redis/keys.js';
 import type { PlannedOccurrence, Store } from '../redis/store.js';
 import { redisFailure } from '../redis/outage.js';
 import { fireTimeMs, occurrenceKey } from '../schedule/occurrence.js';
-import { keepFireTimes, type Candidate } from './dispositions.js';
+import { isCatchUpRun, keepFireTimes, type Candidate } from './dispositions.js';
 import { applyWindows } from './windows.js';
 import { MinHeap } from './heap.js';
 import type { EngineEvents } from './events.js';
 import { definitionsDigest, DefinitionsDigest, OwnershipView, type LiveReplicas } from './ownership.js';
-import { enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
+import { assignBatchJobs, enqueueOccurrences, type EnqueueItem, type Lanes } from './enqueue.js';
 import { promoteDueJobs } from './queue-clock.js';
 import type { RunnerOptions } from './options.js';
 import type { CompiledSchedule } from '../config/load.js';
@@ -627,6 +627,8 @@ export class Planner {
     for (let i = 0; i < items.length; i += PLAN_CHUNK) {
       if (budget && i > 0 && i >= budget.atLeast && performance.now() >= budget.budgetEndMono) return { offered: i, created };
       const chunk = items.slice(i, i + PLAN_CHUNK);
+      // with batches, their jobs are chosen now and the plan script names them in the records it creates
+      const batchJobs = this.opts.batchSize > 1 ? assignBatchJobs(this.keys, chunk, this.opts.batchSize) : undefined;
       const planStartMs = this.clock.now();
       const tPlan = performance.now();
       const { toEnqueue, finals } = await this.store.plan(chunk, {
@@ -635,6 +637,7 @@ export class Planner {
         catchUpGraceMs: this.opts.catchUpGraceMs,
         replica: this.opts.replica,
         mark: `${this.incarnation}:${++this.seq}`,
+        ...(batchJobs ? { batchJobs } : {}),
       });
       this.phases.plan += performance.now() - tPlan;
       if (toEnqueue.length + finals.length === 0) continue;
@@ -657,7 +660,11 @@ export class Planner {
       if (toEnqueue.length > 0) {
         const tEnqueue = performance.now();
         await this.enqueue(
-          toEnqueue.map(({ key, reason }) => ({ ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}) })),
+          toEnqueue.map(({ key, reason }) => {
+            // the plan script named a batch job in the record of each one that runs in the live lane (laneOf)
+            const batchJob = isCatchUpRun(reason) ? undefined : batchJobs?.get(key);
+            return { ...byKey.get(key)!, origin: 'schedule' as const, ...(reason ? { reason } : {}), ...(batchJob ? { batchJob } : {}) };
+          }),
           true,
         );
         this.phases.enqueue += performance.now() - tEnqueue;

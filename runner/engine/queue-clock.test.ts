@@ -94,3 +94,19 @@ describe('BullMQ on the Redis clock', () => {
     expect(shouldGiveBackEarly(hold + 1, 500, clock)).toBe(false);
   });
 });
+
+describe('batch jobs (enqueue.ts)', () => {
+  it('adds occurrences whose record names their batch job (the plan script wrote it) in that job, writing nothing to their records', async () => {
+    const now = clock.now();
+    const named = [0, 1, 2].map((i) => ({ schedule: 's', key: `s@${i}`, dueMs: now + 5000 + i, fireMs: now + 5000 + i, origin: 'schedule' as const, batchJob: 'b-named' }));
+    const other = { schedule: 's', key: 's@9', dueMs: now + 5000, fireMs: now + 5000, origin: 'schedule' as const };
+    await enqueueOccurrences({ live: queue, backlog: queue }, keys, clock, 500, [named[2]!, other, named[0]!, named[1]!], { batchSize: 50, redis });
+    const keysOf = (data: unknown) => (data as { batch: { key: string }[] }).batch.map((m) => m.key);
+    expect(keysOf((await queue.getJob('b-named'))!.data)).toEqual(['s@0', 's@1', 's@2']); // in fire-time order
+    for (const it of named) expect(await redis.exists(keys.occurrence(it.key))).toBe(0); // nothing written per occurrence
+    // one without: cut into a batch here, its record told the batch job before the job is added
+    const bj = await redis.hget(keys.occurrence('s@9'), 'bj');
+    expect(bj).toMatch(/^b-/);
+    expect(keysOf((await queue.getJob(bj!))!.data)).toEqual(['s@9']);
+  });
+});

@@ -262,6 +262,7 @@ export class Replica {
         isPublished: (name) => definitions.has(name),
         publisherOf: (name) => definitions.publisherOf(name),
         replicaWith: (capability) => capabilities.replicaWith(capability),
+        isPublishedAs: (s) => definitions.isPublishedAs(s),
         tracer: p.tracing ?? NO_TRACING,
       });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);

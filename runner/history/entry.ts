@@ -1,6 +1,6 @@
 /**
  * The packed history entry `recordHistory` (runner/redis/lua/includes/history.lua) writes for each finished occurrence, and
- * the attempt entries `recordAttempt` writes at each claim. Packed as JSON arrays with times relative to the due
+ * the attempt entries `attemptsWith` makes at each claim (record field `att`). Packed as JSON arrays with times relative to the due
  * time (the ZSET score), so that an entry costs about 100 bytes plus Redis' per-member overhead.
  *
  * Entry: `[key after '@', state code, reason, fire − due, end − due, [attempt…], error, result, replica,

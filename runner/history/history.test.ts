@@ -25,12 +25,13 @@ describe('history', () => {
     await sleep(400); // a's lease lapses: it was killed
     const second = await h.store.claim(req(key, now - 50, now - 40, { replica: 'b' }));
     expect(second).toMatchObject({ status: 'claimed', token: 2 });
-    // While open, the attempts are read from the record's attempt list.
+    // While open, the attempts are read from the record (field att).
     const open = await readOccurrence(h.redis, h.keys, key);
     expect(open).toMatchObject({ state: 'running', from: 'record' });
     expect(open!.attempts.map((a) => [a.fencingToken, a.replica, a.why])).toEqual([[1, 'a', 'first'], [2, 'b', 'stalled']]);
     expect(await h.store.finish(key, 2, { state: 'succeeded', retentionMs: 120_000, result: '{"ok":true}' })).toEqual({ status: 'recorded' });
     expect(await h.redis.exists(hk.attempts(key))).toBe(0); // folded into the entry
+    expect(await h.redis.hget(h.keys.occurrence(key), 'att')).toBeFalsy(); // and out of the final record
 
     await h.redis.del(h.keys.occurrence(key)); // the record's retention is over
     const v = await readOccurrence(h.redis, h.keys, key);
@@ -94,8 +95,53 @@ describe('history', () => {
     }
     const members = await h.redis.zrange(hk.history('s'), 0, -1, 'WITHSCORES');
     expect(members.filter((_, i) => i % 2 === 1)).toEqual([String(now - 1_000)]); // the older one is gone
-    expect(await h.redis.pttl(hk.history('s'))).toBeLessThanOrEqual(2_000);
+    // kept up once an hour: the expiry is the history's plus that hour
+    expect(await h.redis.pttl(hk.history('s'))).toBeLessThanOrEqual(2_000 + 3_600_000);
+    expect(await h.redis.pttl(hk.history('s'))).toBeGreaterThan(3_600_000);
     expect(await h.redis.hget(hk.last, 's')).toMatch(new RegExp(`^${now - 1_000}\\|`));
+  });
+
+  it('keeps the history up (trim, expiry) at the first outcome of each hour of a state code, not at every entry', async () => {
+    await publishHistoryMs(h.redis, h.keys, 5_000);
+    const now = await redisNow();
+    const finishAt = async (due: number) => {
+      const key = occurrenceKey('u', due);
+      await h.store.claim(req(key, due, due, { schedule: 'u' }));
+      expect(await h.store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    };
+    await finishAt(now - 30_000); // the hour's first success: trimmed before it is added, expiry set
+    expect(await h.redis.pttl(hk.history('u'))).toBeGreaterThan(3_600_000);
+    expect(await h.redis.pttl(hk.counts('u'))).toBeGreaterThan(26 * 3_600_000);
+    await h.redis.persist(hk.history('u'));
+    await h.redis.persist(hk.counts('u'));
+    await finishAt(now - 20_000); // the same hour and code: no upkeep (the old entry stays, at most an hour)
+    expect(await h.redis.zcard(hk.history('u'))).toBe(2);
+    expect(await h.redis.pttl(hk.history('u'))).toBe(-1);
+    // the bucket of this hour as if written an hour ago: the next success is the hour's first
+    const hour = Math.floor(now / 3_600_000);
+    await h.redis.hset(hk.counts('u'), `s${hour % 26}`, `${hour - 1}:7`);
+    await finishAt(now - 1_000);
+    expect((await h.redis.zrange(hk.history('u'), 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1)).toEqual([String(now - 1_000)]);
+    expect(await h.redis.pttl(hk.history('u'))).toBeGreaterThan(3_600_000);
+    expect(await h.redis.pttl(hk.history('u'))).toBeLessThanOrEqual(5_000 + 3_600_000);
+    expect(await h.redis.pttl(hk.counts('u'))).toBeGreaterThan(26 * 3_600_000);
+    expect(await h.redis.hget(hk.counts('u'), `s${hour % 26}`)).toBe(`${hour}:1`);
+  });
+
+  it('folds in the attempt LIST of an occurrence claimed by an older version, and keeps no attempts in a final record', async () => {
+    const now = await redisNow();
+    const key = occurrenceKey('v', now - 50);
+    expect(await h.store.claim(req(key, now - 50, now - 40, { replica: 'a', schedule: 'v' }))).toMatchObject({ status: 'claimed', token: 1 });
+    // what an older version wrote at its claim: the attempts in a LIST of their own, none in the record
+    const att = await h.redis.hget(h.keys.occurrence(key), 'att');
+    expect(JSON.parse(`[${att!}]`)).toEqual([[1, 'a', expect.any(Number), 'first']]);
+    await h.redis.hdel(h.keys.occurrence(key), 'att');
+    await h.redis.rpush(hk.attempts(key), JSON.stringify([1, 'old', 7, 'first']));
+    expect(await h.store.finish(key, 1, { state: 'succeeded', retentionMs: 120_000 })).toEqual({ status: 'recorded' });
+    expect(await h.redis.exists(hk.attempts(key))).toBe(0);
+    expect(await h.redis.hget(h.keys.occurrence(key), 'att')).toBeFalsy();
+    const v = await readOccurrence(h.redis, h.keys, key);
+    expect(v!.attempts.map((a) => [a.fencingToken, a.replica, a.why])).toEqual([[1, 'old', 'first']]);
   });
 
   it('measures what 10,000 finished occurrences cost in Redis memory (the history entries, as the scripts write them)', async () => {

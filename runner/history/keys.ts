@@ -1,7 +1,7 @@
 /**
  * Where the history lives in Redis: apart from the run records (short-lived claim state, `--retention`), so that
  * what happened stays readable for `--history` (default 30 d) at a few hundred bytes per occurrence. The Lua side
- * (`recordAttempt`, `recordHistory` in runner/redis/lua/includes/history.lua) derives the same names from a run record's
+ * (`attemptsWith`, `recordHistory` in runner/redis/lua/includes/history.lua) derives the same names from a run record's
  * key; keep the two in step.
  */
 import type { Keyspace } from '../redis/keys.js';
@@ -14,7 +14,7 @@ export class HistoryKeys {
   history(schedule: string): string {
     return `${this.keys.ns}:hist:${schedule}`;
   }
-  /** LIST of an open occurrence's claims, one packed attempt each (folded into its history entry when final). */
+  /** LIST of the claims of an open occurrence claimed by an older version, one packed attempt each (this version keeps them in the record field `att`); folded into its history entry when final. */
   attempts(occurrenceKey: string): string {
     return `${this.keys.ns}:att:${occurrenceKey}`;
   }

@@ -14,6 +14,16 @@ import type { OccurrenceView } from './model.js';
 const OPEN = new Set(['scheduled', 'running', 'retrying']);
 
 /** An occurrence view from a run record and its open attempt list. */
+/**
+ * The packed attempts of an open occurrence: its record's `att` field (JSON arrays, comma-separated: what the claim
+ * script writes, lua/includes/history.lua `attemptsWith`), or, for a record claimed by an older version, its LIST
+ * `{ns}:att:<key>` (`list`).
+ */
+export function attemptsOf(raw: Record<string, string>, list: readonly string[]): string[] {
+  if (!raw.att) return [...list];
+  return (JSON.parse(`[${raw.att}]`) as unknown[]).map((a) => JSON.stringify(a));
+}
+
 export function fromRecord(r: RunRecord, packedAttempts: readonly string[]): OccurrenceView {
   const attempts = unpackAttempts(
     packedAttempts.map((a) => JSON.parse(a) as PackedAttempt),
@@ -56,8 +66,9 @@ export async function readOccurrence(redis: RedisClient, keys: Keyspace, key: st
   const parsed = parseOccurrenceKey(key);
   if (!parsed) return null;
   const hk = new HistoryKeys(keys);
-  const [raw, attempts] = await Promise.all([redis.hgetall(keys.occurrence(key)), redis.lrange(hk.attempts(key), 0, -1)]);
+  const [raw, list] = await Promise.all([redis.hgetall(keys.occurrence(key)), redis.lrange(hk.attempts(key), 0, -1)]);
   const rec = toRunRecord(raw);
+  const attempts = attemptsOf(raw, list);
   const fromHistory = (await entriesAt(redis, hk, parsed.schedule, parsed.dueMs)).find((v) => v.key === key) ?? null;
   if (!rec) return fromHistory;
   const v = fromRecord(rec, attempts);
@@ -109,7 +120,7 @@ export async function readOccurrences(
       if (e1) throw e1;
       if (e2) throw e2;
       const rec = toRunRecord(h as Record<string, string>);
-      if (rec) byKey.set(rec.key, fromRecord(rec, a as string[]));
+      if (rec) byKey.set(rec.key, fromRecord(rec, attemptsOf(h as Record<string, string>, a as string[])));
     }
   }
   const all = [...byKey.values()].sort((a, b) => b.dueMs - a.dueMs || a.key.localeCompare(b.key));

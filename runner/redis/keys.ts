@@ -95,7 +95,11 @@ export class Keyspace {
   }
   /** ZSET of a schedule's claimed occurrences scored by lease end: what the concurrency policy sees. */
   active(schedule: string): string {
-    return `${this.ns}:active:${schedule}`;
+    return `${this.activePrefix}${schedule}`;
+  }
+  /** Prefix of {@link active}: the plan script derives a schedule's active set from it. */
+  get activePrefix(): string {
+    return `${this.ns}:active:`;
   }
   /**
    * Keys of a gate (redis/lua/includes/gates.lua): `group` a concurrency group's, `schedule` a schedule's own rate

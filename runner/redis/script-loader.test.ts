@@ -69,7 +69,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
     plan: {
       keys: [k.pending, k.watermarks, k.schedules, k.planMarks],
       argv: {
-        occPrefix: k.occurrencePrefix, runsPrefix: k.runsPrefix, horizonMs: 60_000, retentionMs: 120_000, replica: 'a', mark: 'i:1', catchUpGraceMs: 1000,
+        occPrefix: k.occurrencePrefix, runsPrefix: k.runsPrefix, activePrefix: k.activePrefix, horizonMs: 60_000, retentionMs: 120_000, replica: 'a', mark: 'i:1', catchUpGraceMs: 1000,
         offers: [{ schedule: 's', suspend: false, startingDeadlineMs: -1, catchUp: 'latest', maxCatchUpRuns: 10, rows: [[now + 1000, now + 1000, key, -1, '', '', now + 1000]] }],
       },
       returns: [key, '', '|'],
@@ -237,7 +237,7 @@ describe('the words the scripts share with the code', () => {
 });
 
 describe('the record helpers (includes/record.lua and what it includes)', () => {
-  const helpers = ['recordLastResult', 'recordAttempt', 'recordHistory', 'emitOutcome', 'createRecord', 'finalize'];
+  const helpers = ['recordLastResult', 'attemptsWith', 'recordHistory', 'emitOutcome', 'createRecord', 'finalize'];
   const withRecords = SCRIPT_NAMES.filter((name) => readFileSync(path.join(LUA_DIR, `${name}.lua`), 'utf8').includes('-- @include "includes/record.lua"'));
 
   it.each(withRecords.map((name) => [name]))('%s gets last-result.lua, history.lua and outbox.lua once each', (name) => {
@@ -249,7 +249,7 @@ describe('the record helpers (includes/record.lua and what it includes)', () => 
     const now = await redisNow();
     const key = `s@${new Date(now).toISOString()}`;
     await run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], {
-      occPrefix: k.occurrencePrefix, runsPrefix: k.runsPrefix, horizonMs: 60_000, retentionMs: 120_000, replica: 'a', mark: '', catchUpGraceMs: 1000,
+      occPrefix: k.occurrencePrefix, runsPrefix: k.runsPrefix, activePrefix: k.activePrefix, horizonMs: 60_000, retentionMs: 120_000, replica: 'a', mark: '', catchUpGraceMs: 1000,
       offers: [{ schedule: 's', suspend: false, startingDeadlineMs: -1, catchUp: 'latest', maxCatchUpRuns: 10, rows: [[now, now, key, -1, 'skipped', 'calendar holidays', now]] }],
     });
     expect(await redis.hmget(k.occurrence(key), 'state', 'reason')).toEqual(['skipped', 'calendar holidays']);

@@ -110,6 +110,12 @@ export interface ClaimRequest {
   maxConcurrent: number | null;
   /** The schedule's concurrency group and rate limits (absent: none); see lua/includes/gates.lua. */
   gates?: ClaimGates;
+  /**
+   * The schedule's `outboxOn` (runner/notify/events.ts; '' when it has neither notify nor heartbeat) as this
+   * replica's definition says: pass it only when that definition is the published one, which the claim script
+   * would otherwise read per start (lua/includes/outbox.lua). Absent: the script reads the published definition.
+   */
+  outboxOn?: string;
 }
 
 /** What a claim must pass besides the concurrency policy: the schedule's group and rate limits. */
@@ -175,7 +181,7 @@ export interface ReplicaWait {
 }
 
 /** One row of a plan offer, as plan.lua reads it: dueMs, fireMs, key, keepFireMs, fixed state, note, deadlineFromMs. */
-type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number];
+type PlanRow = [number, number, string, number, '' | PlannedFixedState['state'], string, number, string];
 
 /** What finish.lua takes per attempt (one of its items). */
 interface FinishItem {
@@ -191,6 +197,8 @@ interface FinishItem {
   retryBackoffMaxMs: number;
   jitter: number;
   lockMs: number;
+  /** See {@link ClaimRequest.outboxOn}; absent: the script reads the published definition. */
+  outboxOn?: string;
 }
 
 /** Most claims or finishes in one call (those that come together): bounds how long one call blocks Redis. */
@@ -252,12 +260,24 @@ export class Store {
    */
   async plan(
     items: readonly PlannedOccurrence[],
-    o: { horizonMs: number; retentionMs: number; catchUpGraceMs: number; replica: string; mark?: string },
+    o: {
+      horizonMs: number;
+      retentionMs: number;
+      catchUpGraceMs: number;
+      replica: string;
+      mark?: string;
+      /**
+       * Occurrence key → the id of the live-lane batch job the caller will add it to if the script records it to run
+       * on time (engine/enqueue.ts `assignBatchJobs`): written into the record (field `bj`) by the script, so the
+       * enqueue needs no write of its own per occurrence.
+       */
+      batchJobs?: ReadonlyMap<string, string>;
+    },
   ): Promise<{ toEnqueue: { key: string; reason: string }[]; finals: PlannedFinal[] }> {
     if (items.length === 0) return { toEnqueue: [], finals: [] };
     const k = this.keys;
     // One offer per run of items of one schedule (plan.lua's header): rows of [dueMs, fireMs, key, keepFireMs,
-    // fixed state, note, deadlineFromMs].
+    // fixed state, note, deadlineFromMs, batch job id].
     const offers: (Omit<PlanPolicy, 'startingDeadlineMs'> & { schedule: string; startingDeadlineMs: number; rows: PlanRow[] })[] = [];
     for (let i = 0; i < items.length; ) {
       const { schedule, policy: p } = items[i]!;
@@ -267,13 +287,14 @@ export class Store {
       for (; i < j; i++) {
         const it = items[i]!;
         const note = it.fixed?.reason ?? it.delay?.reason ?? '';
-        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs]);
+        rows.push([it.dueMs, it.fireMs, it.key, it.keepFireMs ?? -1, it.fixed?.state ?? '', note, it.delay?.originalFireMs ?? it.fireMs, o.batchJobs?.get(it.key) ?? '']);
       }
       offers.push({ schedule, suspend: p.suspend, startingDeadlineMs: p.startingDeadlineMs ?? -1, catchUp: p.catchUp, maxCatchUpRuns: p.maxCatchUpRuns, rows });
     }
     const out = (await this.scripts.run('plan', [k.pending, k.watermarks, k.schedules, k.planMarks], {
       occPrefix: k.occurrencePrefix,
       runsPrefix: k.runsPrefix,
+      activePrefix: k.activePrefix,
       horizonMs: o.horizonMs,
       retentionMs: o.retentionMs,
       replica: o.replica,
@@ -313,6 +334,7 @@ export class Store {
       concurrencyPolicy: r.concurrencyPolicy,
       maxConcurrent: r.maxConcurrent ?? -1,
       gates: gateArgs(k, r.schedule, r.gates),
+      ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
     });
   }
 
@@ -359,6 +381,8 @@ export class Store {
       retries?: number;
       retryBackoffMs?: number;
       retryBackoffMaxMs?: number;
+      /** The schedule's outboxOn, as {@link ClaimRequest.outboxOn} says. */
+      outboxOn?: string;
     },
   ): Promise<FinishResult> {
     return this.finishes.call({
@@ -374,6 +398,7 @@ export class Store {
       retryBackoffMaxMs: r.retryBackoffMaxMs ?? 300_000,
       jitter: Math.random(),
       lockMs: r.lockMs ?? 4_000,
+      ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
     });
   }
 

@@ -38,4 +38,20 @@ describe('sweep with batch jobs', () => {
     await redis.zadd(keys.pending, 0, a, 0, b); // as if last checked long ago
     expect((await store.sweep(opts)).map((r) => r.key).sort()).toEqual([a, b].sort());
   });
+
+  it('the plan script names the batch job the caller chose in each record it creates to run on time, not in a catch-up run', async () => {
+    const [s, us] = await redis.time();
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    const policy: PlanPolicy = { suspend: false, startingDeadlineMs: null, catchUp: 'latest', maxCatchUpRuns: 10 };
+    const item = (key: string, dueMs: number): PlannedOccurrence => ({ schedule: 'p', key, dueMs, fireMs: dueMs, keepFireMs: null, policy });
+    const onTime = occurrenceKey('p', now - 500);
+    const late = occurrenceKey('p', now - 30_000);
+    const batchJobs = new Map([[onTime, 'b-one'], [late, 'b-two']]);
+    const base = { horizonMs: 60_000, retentionMs: 120_000, replica: 'r', batchJobs };
+    expect((await store.plan([item(onTime, now - 500)], { ...base, catchUpGraceMs: 60_000 })).toEnqueue).toEqual([{ key: onTime, reason: '' }]);
+    const r = await store.plan([item(late, now - 30_000)], { ...base, catchUpGraceMs: 1000 });
+    expect(r.toEnqueue[0]!.reason).toMatch(/^catch-up: run late/);
+    expect(await redis.hget(keys.occurrence(onTime), BATCH_JOB_FIELD)).toBe('b-one');
+    expect(await redis.hget(keys.occurrence(late), BATCH_JOB_FIELD)).toBeNull(); // the backlog lane: a job of its own
+  });
 });

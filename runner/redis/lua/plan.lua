@@ -38,6 +38,8 @@
   ARGV[1] packed:
     occPrefix        run-record key prefix
     runsPrefix       run-index key prefix
+    activePrefix     active-set key prefix (once a minute per schedule, entries that outlived their record are
+                     dropped from its active set: the claim does it only for schedules whose policy walks the set)
     horizonMs        an occurrence older than this is not created
     retentionMs      how long records live
     replica          the caller
@@ -47,7 +49,9 @@
                      latest | all), maxCatchUpRuns, rows}, rows in due-time order, each {dueMs, fireMs,
                      occurrence key, keepFireMs (-1: no occurrence `keep` places later in the offer), fixed
                      state ('' | missed | skipped), note (the fixed state's reason, or a delay's, or ''),
-                     deadlineFromMs (the fire time the starting deadline counts from)}
+                     deadlineFromMs (the fire time the starting deadline counts from), batchJob (the live-lane batch
+                     job the caller adds it to if it runs on time: written to the record's `bj`, so the enqueue
+                     writes nothing per occurrence; '' or absent: none)}
   Returns: for each occurrence created scheduled (to enqueue): key, reason ('' on time, the catch-up reason for
     a catch-up run: it goes to the backlog lane), then '|', then for each key created in a final state: key,
     state (missed | skipped), reason.
@@ -55,12 +59,13 @@
 -- @include "includes/record.lua"
 
 local args = cmsgpack.unpack(ARGV[1])
-local occPrefix, runsPrefix = args.occPrefix, args.runsPrefix
+local occPrefix, runsPrefix, activePrefix = args.occPrefix, args.runsPrefix, args.activePrefix
 local horizonMs, retentionMs, replica = args.horizonMs, args.retentionMs, args.replica
 local graceMs = args.catchUpGraceMs
 local toEnqueue = {}
 local finals = {}
 local latest = {}
+local created = {} -- schedules with a record created by this call
 for _, offer in ipairs(args.offers) do
   local schedule, suspend, deadlineMs = offer.schedule, offer.suspend, offer.startingDeadlineMs
   local catchUp, maxCatchUpRuns = offer.catchUp, offer.maxCatchUpRuns
@@ -69,7 +74,7 @@ for _, offer in ipairs(args.offers) do
   elseif catchUp == 'all' then dropWhy = 'catch-up: more than maxCatchUpRuns (' .. maxCatchUpRuns .. ') overdue' end
   for _, row in ipairs(offer.rows) do
     local dueMs, fireMs, key, keepFireMs = row[1], row[2], row[3], row[4]
-    local fixed, note, deadlineFromMs = row[5], row[6], row[7]
+    local fixed, note, deadlineFromMs, batchJob = row[5], row[6], row[7], row[8] or ''
     local occKey = occPrefix .. key
     if now - dueMs <= horizonMs and rcall('EXISTS', occKey) == 0 then
       local state, reason = 'scheduled', note
@@ -87,9 +92,13 @@ for _, offer in ipairs(args.offers) do
           state, reason = 'missed', dropWhy .. after
         else
           reason = 'catch-up: run late (catchUp ' .. catchUp .. ')' .. after
+          batchJob = '' -- a catch-up run goes to the backlog lane, one job each (engine/enqueue.ts laneOf)
         end
       end
-      createRecord(occKey, runsPrefix .. schedule, KEYS[3], schedule, key, dueMs, fireMs, 'schedule', state, reason, replica, retentionMs)
+      -- the schedules SET gets the schedule below, once per schedule and minute, not per record
+      createRecord(occKey, runsPrefix .. schedule, false, schedule, key, dueMs, fireMs, 'schedule', state, reason, replica, retentionMs,
+        (state == 'scheduled' and batchJob ~= '') and batchJob or nil)
+      created[schedule] = true
       if state == 'scheduled' then
         rcall('ZADD', KEYS[1], fireMs, key)
         toEnqueue[#toEnqueue + 1] = key; toEnqueue[#toEnqueue + 1] = reason
@@ -104,9 +113,15 @@ for schedule, dueMs in pairs(latest) do
   local wm = tonumber(rcall('HGET', KEYS[2], schedule) or '0')
   if wm < dueMs then
     rcall('HSET', KEYS[2], schedule, dueMs)
-    -- Forget index entries whose records have expired: once a minute of due times per schedule is enough.
+    -- Forget index entries whose records have expired, and active-set entries that outlived their record (an
+    -- open record expires lock + retention after its last lease): once a minute of due times per schedule is
+    -- enough. The schedule joins the schedules SET (it never leaves it) then too: at its first plan, and again
+    -- each minute, so a schedule whose first planned records came after a plan call that created none is
+    -- listed within a minute.
     if math.floor(wm / 60000) ~= math.floor(dueMs / 60000) then
       rcall('ZREMRANGEBYSCORE', runsPrefix .. schedule, '-inf', now - retentionMs - horizonMs)
+      rcall('ZREMRANGEBYSCORE', activePrefix .. schedule, '-inf', now - retentionMs)
+      if created[schedule] then rcall('SADD', KEYS[3], schedule) end
     end
   end
 end

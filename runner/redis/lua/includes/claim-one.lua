@@ -14,7 +14,7 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   local occPrefix = string.sub(occKey, 1, #occKey - #key)
 
   -- One read of every field the claim needs (a record always has a state: none means no record).
-  local FIELDS = {'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs', 'retryAt', 'origin', 'token', 'cancelRequested'}
+  local FIELDS = {'state', 'leaseUntil', 'replica', 'released', 'stalls', 'attempt', 'firstStartMs', 'retryAt', 'origin', 'token', 'cancelRequested', 'att'}
   local rec = rcall('HMGET', occKey, unpack(FIELDS))
   if not rec[1] then
     if now - dueMs > horizonMs then return {'stale'} end
@@ -36,11 +36,16 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   if state == 'running' and leaseUntil > now then return {'held', leaseUntil - now, holder or ''} end
   if state == 'retrying' and now < tonumber(rec[8] or '0') then return {'early', tonumber(rec[8]) - now} end
 
-  -- Whoever closes an occurrence without running it is named in its record.
-  if state == 'scheduled' then rcall('HSET', occKey, 'replica', replica) end
+  -- Whoever closes an occurrence without running it, or was last held back from it, is named in its record:
+  -- before each return below that leaves it unclaimed (the claim's own HSET names the claimant).
+  local named = state ~= 'scheduled'
+  local function name()
+    if not named then rcall('HSET', occKey, 'replica', replica); named = true end
+  end
   if state == 'scheduled' and origin == 'schedule' then
     local suspended = rcall('HGET', suspendedKey, schedule)
     if suspended then
+      name()
       finalize(occKey, 'skipped', 'suspended', retentionMs, pendingKey, key)
       return {'skipped', 'suspended'}
     end
@@ -49,12 +54,14 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
       -- the reason names the group or rate limit it waited for (includes/gates.lua)
       local w = rcall('HMGET', occKey, 'waitingFor', 'waitSince')
       if w[1] then why = why .. ': waited for ' .. w[1] .. ' ' .. string.format('%.1f s', (now - tonumber(w[2] or now)) / 1000) end
+      name()
       finalize(occKey, 'missed', why, retentionMs, pendingKey, key)
       return {'missed', why}
     end
   end
   if state == 'scheduled' and origin == 'backfill' and rcall('HEXISTS', suspendedKey, schedule) == 1 then
     -- Paused: admission leaves it waiting until the schedule is resumed.
+    name()
     rcall('HSET', occKey, 'admitted', 0)
     rcall('PERSIST', occKey)
     rcall('ZREM', pendingKey, key)
@@ -69,10 +76,12 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   -- skipped. A started one waits only for those ahead of it (a live lease, or an earlier due time), so open
   -- occurrences none of which runs never wait for each other: the earliest goes first.
   local started = rec[7] ~= false -- firstStartMs: an attempt was claimed (hasStarted, without a second read)
-  -- entries this old have outlived their record (an open record expires lock + retention after its last lease)
-  rcall('ZREMRANGEBYSCORE', activeKey, '-inf', now - retentionMs)
   local replaced = {}
   if policy ~= 'Allow' or maxConcurrent >= 0 then
+    -- entries this old have outlived their record (an open record expires lock + retention after its last
+    -- lease); under Allow without a limit nobody walks the set, and plan.lua drops them once a minute
+    rcall('ZREMRANGEBYSCORE', activeKey, '-inf', now - retentionMs)
+    name()
     local peers = activePeers(activeKey, key, occPrefix)
     local ahead = peers
     if started then
@@ -130,6 +139,7 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
 
   -- a concurrency group's slot and a rate limit's start, granted atomically with this claim
   -- (includes/gates.lua); before the stall count, so a claim the gates hold back counts no stall.
+  if #a.gates > 0 then name() end
   local gateHeld = passGates(readGates(a.gates), occKey, key, fireMs, (state == 'scheduled' and origin == 'schedule') and deadlineMs or -1,
     occPrefix, pendingKey, retentionMs, lockMs)
   if gateHeld then return gateHeld end
@@ -146,16 +156,16 @@ local function claimOne(occKey, pendingKey, runsKey, schedulesKey, activeKey, su
   local token = tonumber(rec[10] or '0') + 1
   local attempt = tonumber(rec[6] or '0') + 1
   -- history: which claim this is (a re-claim after a stall or a hand-over, a retry, or the first)
-  recordAttempt(occKey, token, replica, dueMs, state == 'retrying' and 'retry' or state ~= 'running' and 'first' or rec[4] == '1' and 'handover' or 'stalled')
+  local att = attemptsWith(rec[12] or nil, token, replica, dueMs, state == 'retrying' and 'retry' or state ~= 'running' and 'first' or rec[4] == '1' and 'handover' or 'stalled')
   local firstStart = tonumber(rec[7] or '0')
   if firstStart == 0 then
     firstStart = now
     rcall('HSET', occKey, 'token', token, 'attempt', attempt, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs,
-      'released', 0, 'startMs', now, 'activeKey', activeKey, 'firstStartMs', now, 'latenessMs', now - fireMs)
-    emitOutcome(occKey, 'started', '', schedule)
+      'released', 0, 'startMs', now, 'activeKey', activeKey, 'firstStartMs', now, 'latenessMs', now - fireMs, 'att', att)
+    emitOutcome(occKey, 'started', '', schedule, a.outboxOn)
   else
     rcall('HSET', occKey, 'token', token, 'attempt', attempt, 'state', 'running', 'replica', replica, 'leaseUntil', now + lockMs,
-      'released', 0, 'startMs', now, 'activeKey', activeKey)
+      'released', 0, 'startMs', now, 'activeKey', activeKey, 'att', att)
   end
   if rec[11] or rec[8] then rcall('HDEL', occKey, 'cancelRequested', 'retryAt') end
   rcall('PEXPIRE', occKey, lockMs + retentionMs)

@@ -12,8 +12,12 @@
 
 local function recordLastResult(occKey, key, schedule, state, reason, dueMs)
   local lastResultKey = string.sub(occKey, 1, #occKey - #key - 4) .. 'lastresult'
-  local prev = rcall('HGET', lastResultKey, schedule)
-  local failures = tonumber(prev and string.match(prev, '^(%d+)|') or '0')
-  if state == 'failed' then failures = failures + 1 elseif state == 'succeeded' then failures = 0 end
+  local failures = 0
+  -- a success resets the count: only the other states need the previous value
+  if state ~= 'succeeded' then
+    local prev = rcall('HGET', lastResultKey, schedule)
+    failures = tonumber(prev and string.match(prev, '^(%d+)|') or '0')
+    if state == 'failed' then failures = failures + 1 end
+  end
   rcall('HSET', lastResultKey, schedule, failures .. '|' .. state .. '|' .. (dueMs or '') .. '|' .. now .. '|' .. (reason or ''))
 end

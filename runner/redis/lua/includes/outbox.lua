@@ -1,6 +1,7 @@
 --[[
-  The notify outbox: emitOutcome(occKey, state, reason[, schedule]) (the schedule when the caller has read it: one
-  read fewer), called where a run record reaches an outcome
+  The notify outbox: emitOutcome(occKey, state, reason, schedule, on) (schedule and on optional: the schedule when the
+  caller has read it, one read fewer; on, the schedule's outboxOn, when the caller knows it, no read of the
+  definition), called where a run record reaches an outcome
   (record.lua's createRecord and finalize; the claim's first start).
 ]]
 -- @include "now.lua"
@@ -9,12 +10,23 @@
 -- the outcome. Only for schedules whose published definition ({ns}:defs) has outboxOn, the space-separated
 -- outcomes it wants (started succeeded failed missed skipped recovered). {ns}:outbox:last keeps such a
 -- schedule's last outcome among succeeded, failed and missed: a success after failed or missed is a recovery.
-local function emitOutcome(occKey, state, reason, knownSchedule)
+-- `knownOn` (optional): the schedule's outboxOn as the calling replica holds it ('' for none), passed by claim and
+-- finish: a replica claims and finishes only the schedules whose published definition is its own
+-- (runner/engine/definitions.ts), so it knows the published outboxOn and the definition need not be read per
+-- outcome (issue 16: one HGET of a whole definition per start and per end). Without it, the published
+-- definition is read.
+local function emitOutcome(occKey, state, reason, knownSchedule, knownOn)
+  if knownOn == '' then return end
   local ns = string.match(occKey, '^{[^}]*}')
   local schedule = ns and (knownSchedule or rcall('HGET', occKey, 'schedule'))
-  local def = schedule and rcall('HGET', ns .. ':defs', schedule)
-  if not def or not string.find(def, '"outboxOn"', 1, true) then return end
-  local on = ' ' .. tostring(cjson.decode(def).outboxOn) .. ' '
+  if not schedule then return end
+  local on = knownOn
+  if on == nil then
+    local def = rcall('HGET', ns .. ':defs', schedule)
+    if not def or not string.find(def, '"outboxOn"', 1, true) then return end
+    on = tostring(cjson.decode(def).outboxOn)
+  end
+  on = ' ' .. on .. ' '
   local prev = ''
   if state == 'succeeded' or state == 'failed' or state == 'missed' then
     prev = rcall('HGET', ns .. ':outbox:last', schedule) or ''

@@ -5,7 +5,7 @@
   (schedule | manual | backfill | resume), state (scheduled | running | retrying | succeeded | failed | missed |
   skipped), reason, token (fencing token), attempt, stalls, failures, retryAt, handovers, refused (stale
   completions refused), replica, leaseUntil, released, cancelRequested, activeKey, queueKey, plannedAt,
-  firstStartMs, startMs, latenessMs, endMs, error, result; backfill occurrences also policy (the schedule's
+  firstStartMs, startMs, latenessMs, endMs, error, result, att (the attempts while open: history.lua); backfill occurrences also policy (the schedule's
   concurrency policy when asked for) and admitted (0 waiting, 1 admitted).
 
   Every open occurrence (scheduled, running or retrying) is in the `pending` ZSET until it is final; the sweeper
@@ -35,12 +35,16 @@ local function isFinal(state)
 end
 
 -- Creates the run record of an occurrence (state 'scheduled' or a final state) and indexes it.
--- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs.
-local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs)
-  rcall('HSET', occKey, 'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs,
+-- Expiry: a final record lives retentionMs; an open one until its fire time plus retentionMs. schedulesKey false:
+-- the caller adds the schedule to the schedules SET itself (plan.lua, once per schedule and minute). batchJob
+-- (optional): the live-lane batch job the caller will add it to (field `bj`, read by the sweep).
+local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs, fireMs, origin, state, reason, replica, retentionMs, batchJob)
+  local set = {'schedule', schedule, 'key', key, 'dueMs', dueMs, 'fireMs', fireMs,
     'manual', origin == 'schedule' and 0 or 1, 'origin', origin,
-    'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica)
-  if reason ~= '' then rcall('HSET', occKey, 'reason', reason) end
+    'state', state, 'token', 0, 'attempt', 0, 'plannedAt', now, 'plannedBy', replica}
+  if reason ~= '' then set[#set + 1] = 'reason'; set[#set + 1] = reason end
+  if batchJob then set[#set + 1] = 'bj'; set[#set + 1] = batchJob end
+  rcall('HSET', occKey, unpack(set))
   if isFinal(state) then
     rcall('HSET', occKey, 'endMs', now)
     rcall('PEXPIRE', occKey, retentionMs)
@@ -51,14 +55,15 @@ local function createRecord(occKey, runsKey, schedulesKey, schedule, key, dueMs,
     rcall('PEXPIRE', occKey, math.max(tonumber(fireMs) - now, 0) + retentionMs)
   end
   rcall('ZADD', runsKey, dueMs, key)
-  rcall('SADD', schedulesKey, schedule)
+  if schedulesKey then rcall('SADD', schedulesKey, schedule) end
 end
 
 -- Keeps a started occurrence in its schedule's active set while no attempt of it runs (waiting to retry, or
 -- handed over), with untilMs (Redis ms) as its score: when the next attempt is expected to have been taken up.
 -- It keeps its place until it is final, however late that attempt comes.
-local function holdPlace(occKey, key, untilMs)
-  local activeKey = rcall('HGET', occKey, 'activeKey')
+-- activeKey: the record's, when the caller has read it (false: it has none); nil: read here.
+local function holdPlace(occKey, key, untilMs, activeKey)
+  if activeKey == nil then activeKey = rcall('HGET', occKey, 'activeKey') end
   if activeKey then rcall('ZADD', activeKey, untilMs, key) end
 end
 
@@ -97,21 +102,48 @@ local function peerDoing(p)
   return 'stalled, to be claimed again'
 end
 
+-- The fields finalize reads in its one HMGET: the history entry's (history.lua HISTORY_FIELDS) and the sets to
+-- leave. A caller that has read the record already (finishOne) passes them, in the map readFinalFields makes.
+local FINAL_FIELDS = {'schedule', 'dueMs', 'fireMs', 'origin', 'state', 'reason', 'endMs', 'error', 'result',
+  'replica', 'refused', 'plannedBy', 'att', 'firstStartMs', 'activeKey', 'queueKey'}
+
+-- The record's FINAL_FIELDS as a map (absent fields nil), from the values of an HMGET whose fields are `extra`
+-- followed by FINAL_FIELDS (extra: the caller's own fields first, e.g. finishOne's token, state, leaseUntil).
+local function readFinalFields(occKey, extra)
+  local names = {}
+  for _, f in ipairs(extra or {}) do names[#names + 1] = f end
+  local skip = #names
+  for _, f in ipairs(FINAL_FIELDS) do names[#names + 1] = f end
+  local v = rcall('HMGET', occKey, unpack(names))
+  local r = {}
+  for i, f in ipairs(FINAL_FIELDS) do r[f] = v[skip + i] or nil end
+  return r, v
+end
+
 -- Moves an open record to a final state and out of the pending, active and backfill sets (its schedule's active
 -- set: the concurrency policy's view); the record then lives retentionMs.
+-- r (optional): the record's FINAL_FIELDS (readFinalFields) as they are now, from a caller that read them; on
+-- (optional): the schedule's outboxOn as the caller knows it (outbox.lua emitOutcome).
 -- Returns the schedule's name (nil when the record is gone).
-local function finalize(occKey, state, reason, retentionMs, pendingKey, key)
-  if reason ~= '' then rcall('HSET', occKey, 'state', state, 'endMs', now, 'reason', reason)
-  else rcall('HSET', occKey, 'state', state, 'endMs', now) end
-  -- one read for what follows: the schedule, and the active set and backfill queue to leave
-  local rec = rcall('HMGET', occKey, 'schedule', 'dueMs', 'activeKey', 'queueKey')
-  if rec[1] then recordLastResult(occKey, key, rec[1], state, reason, rec[2]) end
-  rcall('HDEL', occKey, 'leaseUntil')
+local function finalize(occKey, state, reason, retentionMs, pendingKey, key, r, on)
+  -- one read for what follows: the schedule, the history entry's fields, and the active set and backfill queue
+  -- to leave
+  if not r then r = readFinalFields(occKey) end
+  -- one write: no lease any more (0, as a release writes it), and the attempts are in the history entry from now
+  -- on (a final record shows them from there: att emptied)
+  local set = {'state', state, 'endMs', now, 'leaseUntil', 0}
+  if reason ~= '' then set[#set + 1] = 'reason'; set[#set + 1] = reason end
+  if r.att then set[#set + 1] = 'att'; set[#set + 1] = '' end
+  rcall('HSET', occKey, unpack(set))
+  r.state, r.endMs = state, now
+  if reason ~= '' then r.reason = reason end
+  local schedule = r.schedule
+  if schedule then recordLastResult(occKey, key, schedule, state, reason, r.dueMs) end
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
-  if rec[3] then rcall('ZREM', rec[3], key) end
-  if rec[4] then rcall('ZREM', rec[4], key) end
-  recordHistory(occKey)
-  emitOutcome(occKey, state, reason, rec[1] or nil)
-  return rec[1] or nil
+  if r.activeKey then rcall('ZREM', r.activeKey, key) end
+  if r.queueKey then rcall('ZREM', r.queueKey, key) end
+  recordHistory(occKey, r)
+  emitOutcome(occKey, state, reason, schedule, on)
+  return schedule
 end
