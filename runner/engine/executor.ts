@@ -353,14 +353,16 @@ export class Executor {
   }
 
   /**
-   * Hands a delivery this replica may not or cannot run to replica `to` (the live publisher of the winning
-   * definition, or one that can run the job: handoffs.ts); nothing when there is none. Its job is given back as
-   * well (the caller does), so a failed hand-off only costs the shortcut.
+   * Leaves a delivery this replica may not or cannot run: hands it to replica `to` (the live publisher of the
+   * winning definition, or one that can run the job: handoffs.ts; none: no hand-off) and gives its job back for a
+   * second as well, so a failed or lost hand-off only costs the shortcut.
    */
-  private async handOff(d: OccurrenceJobData, to: string | undefined): Promise<void> {
-    if (to === undefined || to === this.opts.replica) return;
-    const delivery: OccurrenceJobData = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule' };
-    await this.store.handOff(to, delivery, this.opts.horizonMs).catch((err: unknown) => this.log.debug({ occurrence: d.key, err: String(err) }, 'hand-off failed; the delivery goes back to the queue alone'));
+  private async leaveTo(d: OccurrenceJobData, dl: Delivery, to: string | undefined): Promise<never> {
+    if (to !== undefined && to !== this.opts.replica) {
+      const delivery: OccurrenceJobData = { schedule: d.schedule, key: d.key, dueMs: d.dueMs, fireMs: d.fireMs, origin: d.origin ?? 'schedule' };
+      await this.store.handOff(to, delivery, this.opts.horizonMs).catch((err: unknown) => this.log.debug({ occurrence: d.key, err: String(err) }, 'hand-off failed; the delivery goes back to the queue alone'));
+    }
+    return dl.backUntil(this.clock.now() + 1000);
   }
 
   /**
@@ -435,10 +437,7 @@ export class Executor {
       // until the horizon has passed on the Redis clock.
       const reason = `schedule "${d.schedule}" is not defined on replica ${o.replica}`;
       const closed = await this.closeUnrun(base, 'skipped', reason, this.isPublished(d.schedule) ? o.horizonMs : undefined);
-      if (!closed) {
-        await this.handOff(d, this.publisherOf(d.schedule));
-        return dl.backUntil(this.clock.now() + 1000);
-      }
+      if (!closed) return this.leaveTo(d, dl, this.publisherOf(d.schedule));
       this.log.warn({ occurrence: d.key }, reason);
       return;
     }
@@ -449,8 +448,7 @@ export class Executor {
       // horizon on the Redis clock, nobody ran it in time.
       if (await this.closeUnrun(base, 'missed', 'no replica ran the current definition within the horizon', o.horizonMs)) return;
       this.log.debug({ occurrence: d.key }, 'a newer definition is published; handing the delivery to its publisher');
-      await this.handOff(d, this.publisherOf(d.schedule));
-      return dl.backUntil(this.clock.now() + 1000);
+      return this.leaveTo(d, dl, this.publisherOf(d.schedule));
     }
     const unavailable = kind.unavailable?.(sched.job);
     if (unavailable !== undefined) {
@@ -463,15 +461,12 @@ export class Executor {
       // (every replica start, before the others' capabilities are read) would cry wolf.
       const need = kind.requires?.(sched.job);
       const to = need === undefined ? undefined : await this.replicaWith(need).catch(() => undefined);
-      if (to !== undefined) await this.handOff(d, to);
-      else {
-        const now = performance.now();
-        if (now - (this.unavailableWarned.get(d.schedule) ?? -Infinity) >= 60_000) {
-          this.unavailableWarned.set(d.schedule, now);
-          this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
-        }
+      const now = performance.now();
+      if (to === undefined && now - (this.unavailableWarned.get(d.schedule) ?? -Infinity) >= 60_000) {
+        this.unavailableWarned.set(d.schedule, now);
+        this.log.warn({ schedule: d.schedule, occurrence: d.key, reason: unavailable }, `cannot run ${d.schedule} here (${unavailable}); left for a replica that can`);
       }
-      return dl.backUntil(this.clock.now() + 1000);
+      return this.leaveTo(d, dl, to);
     }
     const origin = d.origin ?? 'schedule';
     if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {

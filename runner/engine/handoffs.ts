@@ -27,8 +27,17 @@ import { jobKinds } from '../../jobs/registry.js';
 /** Most hand-offs one replica takes per heartbeat; the rest wait for the next one. */
 export const HANDOFF_TAKE_LIMIT = 200;
 
-/** The delivery an entry of a handoffs set describes, or undefined when it is not one (dropped). */
-export function parseHandoff(v: unknown): OccurrenceJobData | undefined {
+/**
+ * The delivery an entry of a handoffs set describes (its JSON text), or undefined when it is not one: dropped, the
+ * delivery job itself still exists.
+ */
+export function parseHandoff(raw: string): OccurrenceJobData | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
   if (v === null || typeof v !== 'object') return undefined;
   const o = v as Record<string, unknown>;
   if (typeof o.schedule !== 'string' || typeof o.key !== 'string' || typeof o.dueMs !== 'number' || typeof o.fireMs !== 'number') return undefined;

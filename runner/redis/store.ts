@@ -593,20 +593,10 @@ export class Store {
 
   /**
    * Takes (removes and returns, at most `limit`) the deliveries handed to `replica` that fire within `untilMs` of
-   * now on the Redis clock (lua/handoff-take.lua); entries that are not JSON objects are dropped.
+   * now on the Redis clock (lua/handoff-take.lua), as stored: JSON text (engine/handoffs.ts parseHandoff reads it).
    */
-  async takeHandoffs(replica: string, untilMs: number, limit: number): Promise<unknown[]> {
-    const out = (await this.scripts.run('handoff-take', [this.keys.handoffs(replica)], [untilMs, limit])) as string[];
-    const res: unknown[] = [];
-    for (const raw of out) {
-      try {
-        const v: unknown = JSON.parse(raw);
-        if (v !== null && typeof v === 'object') res.push(v);
-      } catch {
-        // not ours: dropped (the delivery job itself still exists)
-      }
-    }
-    return res;
+  async takeHandoffs(replica: string, untilMs: number, limit: number): Promise<string[]> {
+    return (await this.scripts.run('handoff-take', [this.keys.handoffs(replica)], [untilMs, limit])) as string[];
   }
 
   /** Leaves the membership at once (graceful stop), so the others take this replica's share at their next tick. */
