@@ -1,6 +1,6 @@
 /**
  * Schedules as data with 3 replica processes, issue 19's acceptance: an application upserts 10,000 schedules
- * (CRONFLOCK_ACCEPT_FULL=1; 2,000 by default, see KNOWN PRODUCT FAULT below), changes a tenth of them and removes
+ * (CRONFLOCK_ACCEPT_N=<n> for another count, e.g. 2000 while working on it), changes a tenth of them and removes
  * a tenth while 3 replicas (the library's startReplica, each its own process) run them, and one replica is
  * SIGKILLed in the middle. Checked per occurrence (the handler records
  * schedule, due/fire/start time, the params' version mark `v`, replica, fencing token and attempt):
@@ -29,28 +29,16 @@
  * 1,000 changes 3.2 s, 1,000 removals 0.16 s), 30,639 runs, lateness (start − fire) p50 5 ms / p99 4.0 s / max 5.6 s, the latest
  * old-definition run 0.6 s after its change returned, the latest run of a removed schedule 0.2 s after its
  * removal returned; 0 misses, 0 duplicates, 7 re-runs after the SIGKILL. The full scale fits the CI budget
- * (≤ 3 min: 134–161 s in 4 runs); at 2,000 (the default): 99 s, 5,625 runs, 0 of each fault (load 4.8–10). The scaled-down version (1,000 schedules every 5 s,
+ * (≤ 3 min: 134–161 s in 4 runs); at 2,000 (the default until 2026-12-01): 99 s, 5,625 runs, 0 of each fault (load 4.8–10). The scaled-down version (1,000 schedules every 5 s,
  * 41–48 s) is replaced: it checked less per occurrence and saved ~1.5 min.
- * KNOWN PRODUCT FAULT (found and fixed; the default N stays 2,000 until the lead decides on the CI time of 10,000):
- * at 10,000, 2 of 4 runs here (load 9–18, lateness p99 7–12 s) had silent misses — 89 and 109 occurrences of ONE
- * due time (a replica's share of the schedules at that second), 10–20 s after the SIGKILL and the removals, with
- * no run record at all (`flock.schedules.runs` empty: never planned). Two mechanisms of the take-over (planner.ts),
- * both a gainer planning a gained share from its own cursor without looking back, so the due times between the
- * dead owner's lookahead and that cursor (which every replica moves along for schedules it does not plan) got no
- * offer:
- * 1. the look-back started at a guess (now − membership TTL − 2 ticks), so a survivor whose event loop stalled past
- *    the TTL skipped the due times before the guess: fixed by starting at the watermark
- *    (test/integration/takeover-late.test.ts);
- * 2. what was gained was decided by comparing the schedules planned at two checks (`plannable`), which a reload
- *    (`update` forgot the previous check) or a stored change of a schedule another replica owned (`applyChanges`
- *    marked it "fresh" until the next full check, the take-over itself) spoiled: fixed by keeping per schedule
- *    whether this replica moved its cursor without offering it (`passive`), the one rule for every way a schedule
- *    is gained (runner/engine/takeover-gap.test.ts, red before).
- * The runs with misses were made before fix 1 (commit b05923c); their shape (a whole share at one due time after a
- * stall) is that of mechanism 1. Mechanism 2 gives the same shape with a reload at the take-over (not in this
- * test), and here only for schedules added or changed while another replica owned them since the last full check
- * (the last batch of the changes, at the SIGKILL). With both fixes, one run at 10,000 on the shared machine (load 8.7–10.9; upserts 31 s, lateness p99 15.2 s): 154 s for
- * the file, 0 misses, 0 duplicates. Set CRONFLOCK_ACCEPT_FULL=1 for 10,000.
+ * A fault this test found (fixed): at 10,000, 2 of 4 runs (load 9–18, lateness p99 7–12 s) had silent misses — a
+ * replica's share of ONE due time, 10–20 s after the SIGKILL and the removals, never planned. The take-over let a
+ * gainer plan a gained share from its own cursor without looking back (planner.ts): the look-back started at a
+ * guess (now − membership TTL − 2 ticks; fixed: from the watermark, test/integration/takeover-late.test.ts), and what
+ * was gained was decided by comparing two checks, which a reload or a stored change of another replica's schedule
+ * spoiled (fixed: the per-schedule `passive` rule, runner/engine/takeover-gap.test.ts).
+ * With both fixes, 10,000 became the default after 3 green runs of 3 (2026-12-01: 154 s at load 8.7–10.9; 97 s and
+ * 119 s at load 1–8: 0 misses, 0 duplicates, 0 re-runs after the SIGKILL).
  */
 import type { ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -61,11 +49,8 @@ import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { sleep } from '../support/flock.js';
 import { startAppReplica } from '../support/app-replica.js';
 
-/**
- * The issue's scale (10,000) with CRONFLOCK_ACCEPT_FULL=1; 2,000 otherwise (67 runs/s): the silent misses the full
- * scale found under load are fixed (see the header), making 10,000 the default is a question of CI time.
- */
-const N = process.env.CRONFLOCK_ACCEPT_FULL === '1' ? 10_000 : 2_000;
+/** The issue's scale, 10,000 (333 runs/s); CRONFLOCK_ACCEPT_N=<n> for another (a positive integer). */
+const N = acceptCount(process.env.CRONFLOCK_ACCEPT_N);
 const PERIOD_MS = 30_000;
 const isChanged = (i: number): boolean => i % 10 === 0; // N/10
 const isRemoved = (i: number): boolean => i % 10 === 5; // N/10
@@ -76,6 +61,13 @@ const LATE_MS = 5_000;
 /** Writes in flight from the application. */
 const IN_FLIGHT = 64;
 const NS = 'acc';
+
+/** CRONFLOCK_ACCEPT_N, or 10,000 when unset; anything but a positive integer is refused (a typo must not shrink the test). */
+function acceptCount(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 10_000;
+  if (!/^[1-9][0-9]*$/.test(raw)) throw new Error(`CRONFLOCK_ACCEPT_N must be a positive integer (got "${raw}"): unset it for the issue's 10,000`);
+  return Number(raw);
+}
 const KILLED = 'acc-a';
 
 let server: RedisServerProcess;
