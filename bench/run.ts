@@ -14,6 +14,7 @@
  *   health      --schedules 100000 --modes on,top:100                         cost of the per-schedule health metrics
  *   script-args --claims 20000 --plans 200                                    claim/plan script cost, argument forms
  *   store       --schedules 100000 --replicas 3 --rate 1000 --seconds 10    stored schedules followed by replicas vs BullMQ upsertJobScheduler
+ *   wakeup      --seconds 3 --together 8                                      Redis CPU of a script call that wakes Redis vs calls arriving together
  *   soak        --minutes 10                                                  the chaos soak (also `npm run soak`)
  *   results                                                                   rewrite bench/RESULTS.md from bench/current.json
  *
@@ -33,6 +34,7 @@ import { scriptArgs } from './scenarios/script-args.js';
 import { store } from './scenarios/store.js';
 import { throughput } from './scenarios/throughput.js';
 import { soakMain } from './soak/main.js';
+import { wakeup } from './scenarios/wakeup.js';
 
 const scenario = process.argv[2] ?? 'throughput';
 const flags = new Flags(process.argv.slice(3));
@@ -45,6 +47,7 @@ const scenarios: Record<string, () => Promise<number | void>> = {
   health: () => health(flags),
   'script-args': () => scriptArgs(flags),
   store: () => store(flags),
+  wakeup: () => wakeup(flags),
   soak: () => soakMain(process.argv.slice(3)),
   results: async () => writeCurrent(),
 };
