@@ -4,6 +4,7 @@
  * `INFO server commandstats cpu` snapshot (Redis ≥ 7 takes several sections) together with the server's
  * `run_id`, so that a delta is only ever taken between two snapshots of the same server process.
  */
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 export interface RedisCounters {
@@ -17,6 +18,21 @@ export interface RedisCounters {
   cpuMs: number;
   /** Per command, for debugging. */
   byCommand: Map<string, number>;
+  /**
+   * Times the server woke from waiting for input: its voluntary context switches (`/proc/<pid>/status`, Linux;
+   * the server runs on this host in the bench). Each costs it tens of µs (`npm run bench -- wakeup`). NaN when
+   * not readable.
+   */
+  wakeups: number;
+}
+
+/** Voluntary context switches of process `pid` (Linux /proc), NaN when not readable. */
+function voluntarySwitches(pid: number): number {
+  try {
+    return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
 }
 
 /**
@@ -40,7 +56,7 @@ export async function redisCounters(redis: Redis, expectRunId?: string): Promise
     if (cmd === 'evalsha' || cmd === 'eval' || cmd === 'fcall' || cmd === 'evalsha_ro') scripts += n;
   }
   const get = (k: string): number => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(stats)?.[1] ?? 0);
-  return { runId, calls, scripts, cpuMs: (get('used_cpu_sys') + get('used_cpu_user')) * 1000, byCommand };
+  return { runId, calls, scripts, cpuMs: (get('used_cpu_sys') + get('used_cpu_user')) * 1000, byCommand, wakeups: voluntarySwitches(get('process_id')) };
 }
 
 /** b − a. @throws when a and b are of different server processes (a restart in between, or another server). */
@@ -48,7 +64,7 @@ export function counterDelta(a: RedisCounters, b: RedisCounters): RedisCounters 
   if (a.runId !== b.runId) throw new Error(`Redis counters of two server processes (run_id ${a.runId} → ${b.runId}): no delta`);
   const byCommand = new Map<string, number>();
   for (const [k, v] of b.byCommand) byCommand.set(k, v - (a.byCommand.get(k) ?? 0));
-  return { runId: b.runId, calls: b.calls - a.calls, scripts: b.scripts - a.scripts, cpuMs: b.cpuMs - a.cpuMs, byCommand };
+  return { runId: b.runId, calls: b.calls - a.calls, scripts: b.scripts - a.scripts, cpuMs: b.cpuMs - a.cpuMs, byCommand, wakeups: b.wakeups - a.wakeups };
 }
 
 /** The busiest commands of a delta, e.g. "evalsha 120k, hset 80k". */

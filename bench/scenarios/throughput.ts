@@ -253,6 +253,8 @@ async function bullmqPhase(
 const perSec = (r: PhaseResult): number => r.started / (r.windowMs / 1000);
 const cmdsPerOcc = (r: PhaseResult): number => r.redis.calls / r.started;
 const redisUsPerOcc = (r: PhaseResult): number => (r.redis.cpuMs * 1000) / r.started;
+/** Times Redis woke per occurrence started (its voluntary context switches: bench/lib/redis-stats.ts). */
+const wakeupsPerOcc = (r: PhaseResult): number => r.redis.wakeups / Math.max(1, r.started);
 const redisCpuPct = (r: PhaseResult): number => (r.redis.cpuMs / r.windowMs) * 100;
 const procCpuPct = (r: PhaseResult): number => (r.cpuMsByProc.reduce((a, b) => a + b, 0) / r.windowMs) * 100;
 const procCpuMsPerK = (r: PhaseResult): number => (r.cpuMsByProc.reduce((a, b) => a + b, 0) / r.started) * 1000;
@@ -282,6 +284,7 @@ export function compareRows(cell: CellResults, offered: number): string[][] {
     row('start lateness after fire p50 / p99 / max (ms); ratio of p99', latenessP99, 0, (r) => dist3(r.lateness)),
     row('Redis commands per occurrence (incl. inside Lua)', cmdsPerOcc, 1),
     row('Redis CPU per occurrence (µs)', redisUsPerOcc, 0),
+    row('Redis wake-ups per occurrence (voluntary context switches)', wakeupsPerOcc, 2),
     row('Redis CPU (% of one core)', redisCpuPct, 0),
     row('replica / worker CPU, all processes (% of one core)', procCpuPct, 0),
     row('replica / worker CPU per 1,000 occurrences (ms)', procCpuMsPerK, 0),
@@ -308,6 +311,7 @@ export function cellFigures(cell: CellResults, offered: number, replicas: number
       [`${id}.latenessMaxMs`]: latenessMax(r),
       [`${id}.cmdsPerOcc`]: cmdsPerOcc(r),
       [`${id}.redisUsPerOcc`]: redisUsPerOcc(r),
+      [`${id}.wakeupsPerOcc`]: wakeupsPerOcc(r),
       [`${id}.redisCpuPct`]: redisCpuPct(r),
       [`${id}.procCpuPct`]: procCpuPct(r),
       [`${id}.peakRssMb`]: peakRssMb(r),

@@ -36,6 +36,7 @@ import type { CompiledSchedule } from '../config/load.js';
 import { delayJobUntil, shouldGiveBackEarly } from './queue-clock.js';
 import { signatureHeaders } from '../notify/signing.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
+import { nextTurnMs } from './redis-turns.js';
 import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 import { sleep } from '../time/wait.js';
 import { outboxOn } from '../notify/events.js';
@@ -483,7 +484,9 @@ export class Executor {
     // the delayed set instead of holding a slot until then.
     const untilFire = this.clock.delayUntil(d.fireMs);
     if (shouldGiveBackEarly(untilFire, o.prefetchMs, this.clock)) return dl.backUntil(d.fireMs - o.prefetchMs);
-    await sleep(untilFire + FIRE_MARGIN_MS, this.stopping.signal);
+    // With Redis turns (options.ts redisTurnMs), the claim waits for the first turn at or after that instant, when
+    // the other replicas' calls of the turn reach Redis too.
+    await sleep(o.redisTurnMs > 0 ? this.clock.delayUntil(nextTurnMs(d.fireMs + FIRE_MARGIN_MS, o.redisTurnMs)) : untilFire + FIRE_MARGIN_MS, this.stopping.signal);
     const releaseSlot = await dl.slot();
     try {
       return await this.claimAndRun(d, dl, sched, kind, base);

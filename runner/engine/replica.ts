@@ -24,6 +24,7 @@ import { EngineEvents } from './events.js';
 import { Executor } from './executor.js';
 import { LiveReplicas } from './ownership.js';
 import type { RunnerOptions } from './options.js';
+import { nextTurnMs } from './redis-turns.js';
 import { LOADING_THRESHOLD, Planner } from './planner.js';
 import { OutboxDeliverer } from '../outbox/deliverer.js';
 import { NO_TRACING, type OccurrenceTracer } from '../tracing/tracer.js';
@@ -241,7 +242,12 @@ export class Replica {
       }
       const lanes = openLanes(cmd, keys, (err) => log.debug({ err: err.message }, 'queue error'));
       cache.readQueues = () => laneJobCounts(lanes);
-      const store = new Store(cmd, keys, durable ? { redis: durable, replicas: o.redisWaitReplicas, timeoutMs: o.redisWaitTimeoutMs, target: redactRedisUrl(p.redisUrl) } : undefined);
+      const store = new Store(
+        cmd,
+        keys,
+        durable ? { redis: durable, replicas: o.redisWaitReplicas, timeoutMs: o.redisWaitTimeoutMs, target: redactRedisUrl(p.redisUrl) } : undefined,
+        o.redisTurnMs > 0 ? () => clock.delayUntil(nextTurnMs(clock.now(), o.redisTurnMs)) : undefined,
+      );
       // A definition counts while its publisher is live (definitions.ts); the planner's membership says who is.
       const live = new LiveReplicas();
       const definitions = new Definitions(cmd, keys, o.replica, live);

@@ -14,17 +14,24 @@ export class Coalescer<Req, Res> {
    * @param send sends the requests as one call and returns one answer per request, in order; when it throws, every
    *   request of that call is rejected with its error.
    * @param max most requests in one call (bounds how long one script blocks Redis).
+   * @param delayMs when set, how long a first request waits before its call goes (e.g. until the replica's next
+   *   Redis turn, engine/options.ts `redisTurnMs`); 0 or absent: the next turn of the event loop.
    */
   constructor(
     private readonly send: (reqs: Req[]) => Promise<Res[]>,
     private readonly max = 100,
+    private readonly delayMs?: () => number,
   ) {}
 
   /** Resolves with the answer to `req` (sent together with the requests around it). */
   call(req: Req): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
       this.queue.push({ req, resolve, reject });
-      if (this.queue.length === 1 && !this.busy) setImmediate(() => void this.drain());
+      if (this.queue.length === 1 && !this.busy) {
+        const ms = this.delayMs?.() ?? 0;
+        if (ms > 0) setTimeout(() => void this.drain(), ms);
+        else setImmediate(() => void this.drain());
+      }
     });
   }
 

@@ -214,15 +214,20 @@ export class Store {
   private readonly scripts: Scripts;
   private readonly durable: Scripts | undefined;
 
-  /** @param wait claims and final states wait for Redis replicas (see {@link ReplicaWait}); absent: they do not. */
+  /**
+   * @param wait claims and final states wait for Redis replicas (see {@link ReplicaWait}); absent: they do not.
+   * @param untilTurnMs ms until this replica's next Redis turn (engine/options.ts `redisTurnMs`): finishes wait for
+   *   it, to reach Redis together with the turn's claims; absent: each finish call goes at once.
+   */
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keyspace,
     readonly wait?: ReplicaWait,
+    untilTurnMs?: () => number,
   ) {
     this.scripts = Scripts.on(redis);
     this.durable = wait ? Scripts.on(wait.redis) : undefined;
-    this.finishes = new Coalescer((items) => this.finishMany(items), COALESCE_MAX);
+    this.finishes = new Coalescer((items) => this.finishMany(items), COALESCE_MAX, untilTurnMs);
     this.claims = new Coalescer((items) => this.claimMany(items), COALESCE_MAX);
   }
 

@@ -1,0 +1,44 @@
+/**
+ * Redis turns (`--redis-turn`, engine/options.ts redisTurnMs; issue 16's Redis CPU per occurrence): two replica
+ * processes send their on-time claims and their finishes at multiples of the turn on the Redis clock, so the
+ * calls of a turn reach Redis together (a call that wakes an idle Redis costs it ~40 µs more: bench `wakeup`).
+ *
+ * Checked on the run records, whose `startMs` (claim) and `endMs` (finish) are Redis's `TIME` inside the scripts:
+ * - every run started at or after its fire time and ran once (the turn never starts a run early);
+ * - the claims and the finishes reached Redis just after a turn: the median of (Redis time mod turn) is small.
+ *   Without turns the calls come at the occurrences' own milliseconds (jitter spreads them), so the median is
+ *   about half a turn (10 ms of 20): a bound of 8 ms fails then, with 100+ samples, and holds on a loaded machine
+ *   (a late timer moves a call a few ms past its turn).
+ */
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { Flock, sleep, until } from '../support/flock.js';
+
+const SLOW = new URL('../fixtures/jobs/slow.mjs', import.meta.url).pathname;
+const TURN_MS = 20;
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+let flock: Flock | undefined;
+afterEach(() => flock?.close());
+
+it(`--redis-turn ${TURN_MS}ms: claims and finishes of two replicas reach Redis at the turns, each run once and not before its fire time`, async () => {
+  flock = await Flock.start();
+  const events = join(flock.dir, 'events.jsonl');
+  let y = 'schedules:\n';
+  // 20 schedules every second, spread over the second by a 999 ms jitter window; schedule i's job takes i ms, so
+  // without turns the finishes would reach Redis at every phase of a turn, claims aligned or not.
+  for (let i = 0; i < 20; i++) y += `  - name: t${i}\n    cron: "* * * * * *"\n    jitter: 999ms\n    job: { kind: module, isolation: none, path: ${SLOW}, params: { ms: ${i}, events: ${events} } }\n`;
+  const file = flock.writeSchedules(y);
+  for (const name of ['r1', 'r2']) await flock.startReplica({ name, schedules: file, args: ['--redis-turn', `${TURN_MS}ms`] });
+  await sleep(7_000);
+  await until(async () => (await flock!.runs()).filter((r) => r.state === 'succeeded').length >= 100, 30_000, '100 runs succeeded');
+  const done = (await flock.runs()).filter((r) => r.state === 'succeeded');
+  for (const r of done) expect(r.startMs!, r.key).toBeGreaterThanOrEqual(r.fireMs);
+  expect(new Set(done.map((r) => r.key)).size).toBe(done.length);
+  expect(done.every((r) => r.attempt === 1), 'one attempt each').toBe(true);
+  const startPhase = median(done.map((r) => r.startMs! % TURN_MS));
+  const endPhase = median(done.map((r) => r.endMs! % TURN_MS));
+  expect(startPhase, `claims: median ms after a turn (${done.length} runs)`).toBeLessThan(8);
+  expect(endPhase, `finishes: median ms after a turn (${done.length} runs)`).toBeLessThan(8);
+}, 90_000);
