@@ -41,6 +41,7 @@ import { armBlackoutAbort, startingDeadlineForClaimMs } from './windows.js';
 import { sleep } from '../time/wait.js';
 import { outboxOn } from '../notify/events.js';
 import { redisFailure } from '../redis/outage.js';
+import { isRedisUnavailable } from '../redis/explain.js';
 import { HANDOFF_TAKE_LIMIT, parseHandoff } from './handoffs.js';
 
 /** outboxOn per compiled schedule (a reload makes new objects: no stale entry is read). */
@@ -149,6 +150,8 @@ const HELD_HERE_MAX_MS = 2_000;
 /** The shortest delay of a held-back delivery given back to the delayed set (each round costs BullMQ moves), ms. */
 const HELD_GIVE_BACK_MIN_MS = 1_000;
 const FIRE_MARGIN_MS = 2;
+/** Longest wait between two sends of a finish while Redis is away (finishReachable). */
+const FINISH_RETRY_MAX_MS = 250;
 
 /** Runs claimed occurrences on this replica. */
 export class Executor {
@@ -165,6 +168,11 @@ export class Executor {
   /** At most a quarter of the worker slots wait for held-back claims (at least one). */
   private readonly heldHereLimit: number;
   private readonly active = new Map<string, ActiveRun>();
+  /**
+   * Runs that ended here whose finish waits for Redis (finishReachable), by occurrence key: a delivery of the same
+   * occurrence (BullMQ gave its job back after the outage) waits for it instead of claiming it again.
+   */
+  private readonly pendingFinishes = new Map<string, Promise<unknown>>();
   /** When this replica last warned that it cannot run a schedule (monotonic ms), per schedule. */
   private readonly unavailableWarned = new Map<string, number>();
   private schedules = new Map<string, CompiledSchedule>();
@@ -487,6 +495,9 @@ export class Executor {
     // With Redis turns (options.ts redisTurnMs), the claim waits for the first turn at or after that instant, when
     // the other replicas' calls of the turn reach Redis too.
     await sleep(o.redisTurnMs > 0 ? this.clock.delayUntil(nextTurnMs(d.fireMs + FIRE_MARGIN_MS, o.redisTurnMs)) : untilFire + FIRE_MARGIN_MS, this.stopping.signal);
+    // This replica ran it and is still sending its outcome (Redis was away): that finish decides, not a new claim.
+    const finishing = this.pendingFinishes.get(d.key);
+    if (finishing) await finishing.catch(() => undefined);
     const releaseSlot = await dl.slot();
     try {
       return await this.claimAndRun(d, dl, sched, kind, base);
@@ -680,7 +691,7 @@ export class Executor {
       // that found it must not run (JobSkippedError: recorded skipped with its reason).
       const skipped = !outcome.ok && isJobSkipped(outcome.err) ? outcome.err.reason : undefined;
       const noRetry = !outcome.ok && (outcome.reason === 'replaced' || outcome.reason?.startsWith('blackout ') === true || skipped !== undefined);
-      const result = await this.finish(d.schedule, d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched);
+      const result = await this.finishReachable(d.schedule, d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched, log);
       const endMs = this.clock.now();
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
@@ -796,6 +807,42 @@ export class Executor {
     return on;
   }
 
+  /**
+   * The finish of an outcome reached within the lease (promise 1: the only claimant reached it), sent again while
+   * Redis cannot take it (unreachable, loading its data after a restart, a failover under way) rather than given
+   * up: giving up let the delivery come back and run the job a second time, though it had ended. The finish script
+   * records it after the lease's end while nobody has claimed the occurrence since (`reachedInLease`). Throws what
+   * {@link finish} throws when the error is not one of Redis being away, and when the replica stops meanwhile.
+   */
+  private async finishReachable(
+    schedule: string,
+    key: string,
+    token: number,
+    r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
+    retries: number,
+    sched: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+    log: Logger,
+  ): Promise<FinishResult> {
+    const sending = (async (): Promise<FinishResult> => {
+      for (let attempt = 1, waitMs = 50; ; attempt++, waitMs = Math.min(waitMs * 2, FINISH_RETRY_MAX_MS)) {
+        try {
+          return await this.finish(schedule, key, token, r, retries, sched, true);
+        } catch (err) {
+          if (this.stopping.signal.aborted || !isRedisAway(err)) throw err;
+          const f = redisFailure(err);
+          if (attempt === 1) log.warn({ ...f.fields }, `the run ended but its outcome is not recorded yet: ${f.text}; sending it again until Redis takes it`);
+          await sleep(waitMs, this.stopping.signal);
+        }
+      }
+    })();
+    this.pendingFinishes.set(key, sending);
+    try {
+      return await sending;
+    } finally {
+      if (this.pendingFinishes.get(key) === sending) this.pendingFinishes.delete(key);
+    }
+  }
+
   private async finish(
     schedule: string,
     key: string,
@@ -803,6 +850,7 @@ export class Executor {
     r: { ok: true; value: unknown } | { ok: false; err: unknown; reason?: string },
     retries: number,
     sched?: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+    reachedInLease = false,
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;
@@ -817,6 +865,7 @@ export class Executor {
       retryBackoffMs: sched?.retryBackoffMs,
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
       outboxOn: this.knownOutboxOn(schedule),
+      reachedInLease,
     });
     // Nothing to undo: the record is written; a shortfall is said and counted.
     if (res.status !== 'refused') this.shortOfReplicas('final', key, res.acked);
@@ -827,6 +876,16 @@ export class Executor {
 /** The schedule's `signing:` keys as a job's `context.signBody`. */
 function signerOf(keys: Parameters<typeof signatureHeaders>[0]): (body: string) => Record<string, string> {
   return (body) => signatureHeaders(keys, body);
+}
+
+/**
+ * Whether `err` says Redis is away for now rather than refusing the call: a closed or refused connection, or a
+ * reply that a restart or failover gives (LOADING, BUSY, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN).
+ */
+function isRedisAway(err: unknown): boolean {
+  if (isRedisUnavailable(err)) return true;
+  const e = err as { name?: string; message?: string } | undefined;
+  return e?.name === 'ReplyError' && /^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(e.message ?? '');
 }
 
 function iso(ms: number): string {

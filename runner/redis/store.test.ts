@@ -241,6 +241,21 @@ describe('renew, finish, release (fencing)', () => {
     expect(await record(key)).toMatchObject({ state: 'succeeded', fencingToken: 2, replica: 'b', refused: 3, result: '{"ok":1}' });
   });
 
+  it('records an outcome reached within the lease after the lease ended while nobody claimed since; never once another claim took it', async () => {
+    // A Redis outage between the job's end and its finish: the finish reaches Redis after the lease's end.
+    const now = await redisNow();
+    const [k1, k2] = ['late1', 'late2'].map((s) => occurrenceKey(s, now)) as [string, string];
+    for (const k of [k1, k2]) expect((await store.claim(req(k, now, now, { lockMs: 300 }))).status).toBe('claimed');
+    await sleep(350);
+    expect(await store.finish(k1, 1, { state: 'succeeded', result: '{"late":1}', retentionMs: 120_000, reachedInLease: true })).toEqual({ status: 'recorded' });
+    expect(await record(k1)).toMatchObject({ state: 'succeeded', fencingToken: 1, result: '{"late":1}' });
+    expect(await store.claim(req(k1, now, now, { replica: 'b' }))).toMatchObject({ status: 'final', state: 'succeeded' }); // never run again
+    // Another replica claimed it after the lapse: the first claimant's outcome is stale, in lease or not.
+    expect(await store.claim(req(k2, now, now, { replica: 'b', lockMs: 5000 }))).toMatchObject({ status: 'claimed', token: 2 });
+    expect(await store.finish(k2, 1, { state: 'succeeded', retentionMs: 120_000, reachedInLease: true })).toEqual({ status: 'refused' });
+    expect(await record(k2)).toMatchObject({ state: 'running', replica: 'b', fencingToken: 2, refused: 1 });
+  });
+
   it('finishes asked together go in one call, each fenced on its own: a stale token among them is refused, the live ones recorded', async () => {
     const now = await redisNow();
     const [k1, k2, k3] = ['s1', 's2', 's3'].map((s) => occurrenceKey(s, now)) as [string, string, string];

@@ -199,6 +199,8 @@ interface FinishItem {
   lockMs: number;
   /** See {@link ClaimRequest.outboxOn}; absent: the script reads the published definition. */
   outboxOn?: string;
+  /** 1: the outcome was reached within the lease (see `reachedInLease` of {@link Store.finish}). */
+  inLease?: 1;
 }
 
 /** Most claims or finishes in one call (those that come together): bounds how long one call blocks Redis. */
@@ -388,6 +390,13 @@ export class Store {
       retryBackoffMaxMs?: number;
       /** The schedule's outboxOn, as {@link ClaimRequest.outboxOn} says. */
       outboxOn?: string;
+      /**
+       * The job's outcome was reached while the claim was certainly live (its signal had not fired): then the
+       * finish is recorded even when it reaches Redis after the lease's end, as long as nobody claimed the
+       * occurrence since (same fencing token; lua/includes/finish-one.lua). Promise 1 is kept: the outcome was
+       * reached by the only claimant, and no other has claimed it.
+       */
+      reachedInLease?: boolean;
     },
   ): Promise<FinishResult> {
     return this.finishes.call({
@@ -404,6 +413,7 @@ export class Store {
       jitter: Math.random(),
       lockMs: r.lockMs ?? 4_000,
       ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
+      ...(r.reachedInLease ? { inLease: 1 as const } : {}),
     });
   }
 

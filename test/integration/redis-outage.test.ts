@@ -83,6 +83,33 @@ describe('Redis restart', () => {
     expect(long).toMatchObject({ fencingToken: 1, attempt: 1 });
     expect(readEvents(events).filter((e) => e.event === 'start')).toHaveLength(1);
   });
+
+  // A user's break-it run: a 3 s job whose Redis stopped mid-run for 20 s ended inside its lease, its finish could
+  // not be sent, and the delivery came back after the restart and ran the job a second time (attempt 2, "stalled").
+  it('records a run that ended while Redis was down once Redis is back, and does not run it again', async () => {
+    flock = await Flock.start();
+    const events = join(flock.dir, 'events.jsonl');
+    const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
+    const file = flock.writeSchedules(`schedules:
+  - name: ends-in-outage
+    cron: "${cronAt(dueMs)}"
+    job: { kind: module, path: ${SLOW}, params: { ms: 1500, events: ${events} } }
+`);
+    // The job (1.5 s) ends well inside its lease (4 s), with Redis already down.
+    for (const n of ['r1', 'r2']) await flock.startReplica({ name: n, schedules: file, args: ['--lock', '4s'] });
+    flock.redisClient.on('error', () => undefined);
+    await until(() => readEvents(events).some((e) => e.event === 'start'), 20_000, 'the run started');
+    await flock.redis.stop('SIGTERM'); // graceful: the AOF keeps the claim
+    await until(() => readEvents(events).some((e) => e.event === 'end'), 10_000, 'the job ended during the outage');
+    await sleep(5000); // the lease (4 s from the claim) is long over on any clock
+    await flock.redis.restart();
+    await until(async () => (await flock.runs('ends-in-outage'))[0]?.state === 'succeeded', 20_000, 'the outcome recorded');
+    await sleep(5000); // a second run, if any, would start within the lock + stall check
+    const starts = readEvents(events).filter((e) => e.event === 'start');
+    expect(starts, 'one run of the job').toHaveLength(1);
+    const [rec] = await flock.runs('ends-in-outage');
+    expect(rec).toMatchObject({ state: 'succeeded', attempt: 1, fencingToken: 1, replica: starts[0]!.replica, result: '{"slept":1500}' });
+  });
 });
 
 describe('Redis outage in the log', () => {

@@ -2,6 +2,11 @@
   finishOne(occKey, pendingKey, lastSuccessKey, a): the finish of one attempt (finish.lua's rules; `a` is one of
   its items; a.outboxOn, optional: the schedule's outboxOn as the replica holds it, outbox.lua). Returns {1, 0}
   recorded final; {2, retryAt} retrying; {0, 0} refused (stale or lapsed claim).
+  a.inLease = 1: the job's outcome was reached within the lease (the claimant knows it: its signal had not fired);
+  then a finish that reaches Redis after the lease's end (an outage, a failover, a pause between the end and the
+  call) is still recorded while nobody has claimed the occurrence since — its token is still the record's, so no
+  other claimant exists and running the job again would be the duplicate. A finish without it (a late completion
+  of an abandoned claim) needs a live lease.
 ]]
 -- @include "record.lua"
 
@@ -9,7 +14,7 @@ local FINISH_FIELDS = {'token', 'leaseUntil'}
 local function finishOne(occKey, pendingKey, lastSuccessKey, a)
   -- One read of the record for the whole finish: the claim's fields, and what finalize needs (FINAL_FIELDS).
   local r, rec = readFinalFields(occKey, FINISH_FIELDS)
-  if rec[1] ~= tostring(a.token) or r.state ~= 'running' or tonumber(rec[2] or '0') < now then
+  if rec[1] ~= tostring(a.token) or r.state ~= 'running' or (tonumber(rec[2] or '0') < now and a.inLease ~= 1) then
     if r.state then rcall('HINCRBY', occKey, 'refused', 1) end
     return {0, 0}
   end
