@@ -51,6 +51,8 @@ export class StoredSchedules {
   appliedVersion = 0;
   /** Full reads after a trimmed stream (for tests and logs). */
   fullReads = 0;
+  /** The highest store version this replica has seen (the counter at load, versions read since). */
+  private seenVersion = 0;
 
   constructor(
     /** Reads the store; for {@link load}. */
@@ -64,6 +66,7 @@ export class StoredSchedules {
   /** Reads every stored schedule (the stream position first). @returns what to run. */
   async load(): Promise<CompiledSchedule[]> {
     this.lastId = await this.store.lastChangeId();
+    this.seenVersion = await this.store.currentVersion();
     const all = await this.store.all();
     // A stored name a schedule file or Schedule owns (a clash that got into the store anyway: an older replica in
     // a rollout, an owner back after longer than the hold): the older owner keeps it, so it is left out here.
@@ -120,6 +123,7 @@ export class StoredSchedules {
           // When this replica applied which version: how far behind the store it is (the bench's time from an
           // upsert to every replica applying it reads this line).
           this.appliedVersion = Math.max(this.appliedVersion, ...changes.map((c) => c.version));
+          this.seenVersion = Math.max(this.seenVersion, this.appliedVersion);
           this.log.info({ upToVersion: this.appliedVersion, changes: changes.length }, 'stored schedule changes applied');
         } catch (err) {
           if (this.stopped) break;
@@ -138,15 +142,30 @@ export class StoredSchedules {
     await this.loop;
   }
 
-  /** After a trimmed stream: reads everything and applies the difference from what runs. */
+  /**
+   * After a trimmed or vanished stream: reads everything and applies the difference from what runs. When the
+   * version counter went back (Redis lost the store: restarted without its data, a flush), versions no longer
+   * compare with what runs: the store as it is now is applied whole (what is stored runs as stored, what is not
+   * stored stops), and said at error — the schedules the store lost must be written again.
+   */
   private async fullRead(apply: StoredChangeHandler): Promise<void> {
     this.fullReads++;
-    this.log.warn({ after: this.lastId }, 'the stored schedules\' change stream was trimmed past this replica; reading every stored schedule again');
     this.lastId = await this.store.lastChangeId();
+    const counter = await this.store.currentVersion();
+    const lost = counter < this.seenVersion;
     const all = await this.store.all();
     const names = new Set(all.map((s) => s.name));
     const removed = [...this.applied.keys()].filter((n) => !names.has(n));
-    const upserted = all.filter((s) => (this.applied.get(s.name)?.version ?? -1) < s.version);
+    if (lost) {
+      this.log.error(
+        { versionSeen: this.seenVersion, versionNow: counter, stopped: removed.length, stored: all.length },
+        `the schedule store went back from version ${this.seenVersion} to ${counter}: Redis lost it (restarted without its data?); ` +
+          `${removed.length} stored schedule(s) this replica ran are no longer stored and stop here; write them again (flock.schedules.upsert, cronflock apply -f) — run Redis with appendonly yes`,
+      );
+    } else this.log.warn({ after: this.lastId }, 'the stored schedules\' change stream was trimmed past this replica; reading every stored schedule again');
+    const upserted = lost ? all : all.filter((s) => (this.applied.get(s.name)?.version ?? -1) < s.version);
+    this.seenVersion = counter;
+    this.appliedVersion = Math.min(this.appliedVersion, counter);
     await this.applyDiff(upserted, removed, apply);
   }
 

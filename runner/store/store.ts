@@ -418,6 +418,14 @@ export class ScheduleStore {
     return out;
   }
 
+  /**
+   * The flock's stored-schedule version counter now (0 when there is none). Versions only grow, so a counter below
+   * a version a reader has seen says Redis lost the store (restarted without its data, a flush).
+   */
+  async currentVersion(): Promise<number> {
+    return Number((await this.redis.get(this.keys.storeVersion)) ?? 0);
+  }
+
   /** The id of the change stream's latest entry ('0-0' when empty): read it before {@link all} to miss nothing. */
   async lastChangeId(): Promise<string> {
     const last = await this.redis.xrevrange(this.keys.storeChanges, '+', '-', 'COUNT', 1);
@@ -456,8 +464,10 @@ export class ScheduleStore {
     let info: unknown[];
     try {
       info = (await this.redis.xinfo('STREAM', this.keys.storeChanges)) as unknown[];
-    } catch {
-      return false; // no stream yet
+    } catch (err) {
+      // No stream although this reader read entries of it: Redis lost it (restarted without its data, a flush).
+      if (/no such key/i.test(String((err as Error)?.message))) return id !== '0-0';
+      throw err;
     }
     const i = info.indexOf('first-entry');
     const first = i >= 0 ? (info[i + 1] as [string, unknown] | null) : null;

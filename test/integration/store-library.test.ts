@@ -166,6 +166,49 @@ describe('following the change stream', () => {
     await stored.stop();
     redis.disconnect();
   });
+
+  // A user's break-it run: after Redis restarted without its data, the replicas ran the schedules the store had
+  // lost for good (no API could remove them), and the first upsert after it (version 1, under the 9 running) was
+  // answered "applied" but ignored, while the others were dropped.
+  it('after Redis lost the store: stops what is no longer stored, and applies what is stored now whatever its version', async () => {
+    const redis = new Redis(server.url);
+    const follower = new Redis(server.url);
+    const keys = new Keyspace('lost');
+    const store = new ScheduleStore(redis, keys);
+    const stored = new StoredSchedules(store, new ScheduleStore(follower, keys), quiet);
+    for (let i = 0; i < 3; i++) await store.upsert(every(`l-${i}`, i));
+    await store.upsert(every('l-1', 11)); // versions 1..4
+    expect((await stored.load()).map((s) => s.name).sort()).toEqual(['l-0', 'l-1', 'l-2']);
+    const applied: { up: string[]; rm: string[] }[] = [];
+    stored.follow(async (up, rm) => void applied.push({ up: up.map((s) => s.name), rm: [...rm].sort() }));
+    // What a restart without data does to this namespace.
+    const lostKeys = await redis.keys(`${keys.ns}*`);
+    expect(lostKeys.length).toBeGreaterThan(0);
+    await redis.del(...lostKeys);
+    await until(() => applied.length > 0, 15_000, 'the loss noticed');
+    expect(applied[0]).toEqual({ up: [], rm: ['l-0', 'l-1', 'l-2'] });
+    expect(stored.schedules()).toEqual([]);
+    // The first write after the loss takes version 1: applied, though the replica ran version 4 of it before.
+    const u = await store.upsert({ ...every('l-1', 99) });
+    expect(u).toMatchObject({ version: 1 });
+    await until(() => applied.length > 1, 10_000, 'the upsert after the loss applied');
+    expect(applied[1]).toEqual({ up: ['l-1'], rm: [] });
+    expect(stored.applied.get('l-1')?.version).toBe(1);
+    // Lost again, and a write comes before the replica notices: versions went back (3 ≤ the 6 seen), so what is
+    // stored is applied whole, not compared with what runs.
+    for (let i = 0; i < 3; i++) await store.upsert(every(`l-${i}`, 100 + i)); // versions 2..4
+    await until(() => stored.applied.size === 3 && stored.applied.get('l-2')?.version === 4, 10_000, 'the upserts applied');
+    const mark = applied.length;
+    await redis.del(...(await redis.keys(`${keys.ns}*`)));
+    await store.upsert(every('l-2', 7)); // version 1
+    await store.upsert(every('l-2', 8)); // version 2
+    await until(() => applied.length > mark, 15_000, 'the second loss noticed');
+    expect(applied.slice(mark)).toEqual([{ up: ['l-2'], rm: ['l-0', 'l-1'] }]);
+    expect(stored.applied.get('l-2')?.version).toBe(2);
+    follower.disconnect();
+    await stored.stop();
+    redis.disconnect();
+  });
 });
 
 describe('cronflock start with no path', () => {
