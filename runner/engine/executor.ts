@@ -64,6 +64,12 @@ export interface ExecutorRequirements {
    * the schedule's `outboxOn` and the scripts need not read the published definition per outcome; default: no.
    */
   isPublishedAs?: (s: CompiledSchedule) => boolean;
+  /**
+   * When this replica's definition of a schedule took effect here (Redis ms: added or changed; planner.ts), or
+   * undefined: an occurrence due before it is run even when the definition no longer has its due time (it was
+   * already due when the change came); default: unknown (such an occurrence is recorded skipped).
+   */
+  definitionSinceMs?: (name: string) => number | undefined;
   /** Traces of attempts (runner/tracing/): gives each job its span context; default: no tracing. */
   tracer?: OccurrenceTracer;
 }
@@ -184,6 +190,7 @@ export class Executor {
   private readonly handedHere = new Set<Promise<unknown>>();
   private takingHandoffs = false;
   private readonly isPublishedAs: (s: CompiledSchedule) => boolean;
+  private readonly definitionSinceMs: (name: string) => number | undefined;
   private readonly events: EngineEvents;
   /** Traces of attempts (runner/tracing/); none unless tracing is on. */
   private readonly tracer: OccurrenceTracer;
@@ -203,6 +210,7 @@ export class Executor {
     this.publisherOf = needs.publisherOf ?? (() => undefined);
     this.replicaWith = needs.replicaWith ?? (() => Promise.resolve(undefined));
     this.isPublishedAs = needs.isPublishedAs ?? (() => false);
+    this.definitionSinceMs = needs.definitionSinceMs ?? (() => undefined);
     this.tracer = needs.tracer ?? NO_TRACING;
     this.heldHereLimit = Math.max(1, Math.floor(opts.concurrency / 4));
     // Every job waiting for its fire time listens on this signal: thousands at high rates, by design.
@@ -478,9 +486,10 @@ export class Executor {
       return this.leaveTo(d, dl, to);
     }
     const origin = d.origin ?? 'schedule';
-    if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs) {
+    if (origin === 'schedule' && sched.due.next(d.dueMs - 1) !== d.dueMs && !(d.dueMs <= (this.definitionSinceMs(d.schedule) ?? -Infinity))) {
       // Planned under an earlier definition whose cron is gone: the current one (ours, checked above) does not
-      // have this due time.
+      // have this due time, which came after the change. One due before the change was already due: it runs
+      // (with the definition this replica has), as a changed CronJob leaves the Jobs it created.
       await this.closeUnrun(base, 'skipped', 'schedule changed: not a due time of the current definition');
       return;
     }

@@ -309,6 +309,14 @@ export class Planner {
     if (due !== null) this.heap.push(due, s);
   }
 
+  /**
+   * When the definition of `name` this replica runs took effect here (Redis ms: added or changed), or undefined
+   * for a schedule it does not run.
+   */
+  definitionSinceMs(name: string): number | undefined {
+    return this.startedAt.get(name);
+  }
+
   /** A removed schedule: nothing of it is kept. */
   private forget(name: string): void {
     this.cursors.delete(name);

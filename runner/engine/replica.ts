@@ -269,6 +269,7 @@ export class Replica {
         publisherOf: (name) => definitions.publisherOf(name),
         replicaWith: (capability) => capabilities.replicaWith(capability),
         isPublishedAs: (s) => definitions.isPublishedAs(s),
+        definitionSinceMs: (name) => planner.definitionSinceMs(name),
         tracer: p.tracing ?? NO_TRACING,
       });
       const admission = new BackfillAdmission(store, lanes, keys, clock, o, log);
@@ -360,13 +361,16 @@ export class Replica {
     await this.definitions.publish(schedules, diff.removed);
     const byName = new Map(schedules.map((s) => [s.name, s]));
     const touched = new Set([...diff.changed, ...diff.removed]);
+    const changedAtMs = this.clock.now();
     if (touched.size > 0) {
       for (const key of await this.store.redis.zrange(this.keys.pending, 0, -1)) {
         const name = scheduleOfKey(key);
         if (!touched.has(name) || key.includes('~')) continue;
         const s = byName.get(name);
         const dueMs = Date.parse(key.slice(name.length + 1));
-        if (s && s.due.next(dueMs - 1) === dueMs) continue; // still a due time of the new definition
+        // Still a due time of the new definition, or already due when the change came (it runs, with the new
+        // definition: the one this replica has).
+        if (s && (dueMs <= changedAtMs || s.due.next(dueMs - 1) === dueMs)) continue;
         await this.store.abandon(key, 'skipped', s ? 'schedule changed: not a due time of the new definition' : 'schedule removed', this.opts.retentionMs);
       }
     }
@@ -396,8 +400,9 @@ export class Replica {
     await this.definitions.publishChanges(upserted.filter((s) => diff.added.includes(s.name) || diff.changed.includes(s.name)), diff.removed);
     const byName = new Map(upserted.map((s) => [s.name, s]));
     const touched = [...diff.changed, ...diff.removed];
+    const changedAtMs = this.clock.now();
     if (touched.length > 0) {
-      const fromMs = this.clock.now() - this.opts.horizonMs;
+      const fromMs = changedAtMs - this.opts.horizonMs;
       const p = this.store.redis.pipeline();
       for (const name of touched) p.zrangebyscore(this.keys.runs(name), fromMs, '+inf');
       const lists = ((await p.exec()) ?? []).map(([err, keys]) => {
@@ -413,7 +418,9 @@ export class Replica {
         const name = scheduleOfKey(key);
         const s = byName.get(name);
         const dueMs = Date.parse(key.slice(name.length + 1));
-        if (s && s.due.next(dueMs - 1) === dueMs) continue; // still a due time of the new definition
+        // Still a due time of the new definition, or already due when the change came (it runs, with the new
+        // definition: the one this replica has).
+        if (s && (dueMs <= changedAtMs || s.due.next(dueMs - 1) === dueMs)) continue;
         await this.store.abandon(key, 'skipped', s ? 'schedule changed: not a due time of the new definition' : 'schedule removed', this.opts.retentionMs);
       }
     }

@@ -141,6 +141,44 @@ describe('names across sources', () => {
   });
 });
 
+// A user's break-it run: 2,000 schedules `*/30` with a 20 s jitter window changed to `*/20` a few seconds after a due
+// time; 31 occurrences already due (their fire time still ahead) were recorded skipped, "schedule changed: not a
+// due time of the new definition".
+describe('a change after a due time', () => {
+  it('runs the occurrences already due when the change came, though the new cron does not have their due time', async () => {
+    const ns = 'due-before';
+    const ran: { schedule: string; dueMs: number; v: number }[] = [];
+    const replica = await startReplica({
+      redis: server.url,
+      namespace: ns,
+      replica: 'db-1',
+      logger: quiet,
+      jobs: { record: ({ params, occurrence }) => void ran.push({ schedule: occurrence.schedule, dueMs: occurrence.dueMs, v: params.v as number }) },
+    });
+    const flock = await connectFlock({ redis: server.url, namespace: ns, by: 'test' });
+    try {
+      const def = (i: number, cron: string, v: number) => ({ name: `db-${i}`, cron, jitter: '3s', job: { kind: 'handler', handler: 'record', params: { v } } });
+      for (let i = 0; i < 20; i++) expect((await flock.schedules.upsert(def(i, '*/4 * * * * *', 1))).ok).toBe(true);
+      // Wait for a due time D of the old cron, then change every schedule just after it to a cron without D.
+      await until(() => ran.some((r) => r.v === 1), 20_000, 'a run of the old definition');
+      const dueMs = Math.ceil((Date.now() + 1) / 4000) * 4000;
+      await sleep(dueMs + 200 - Date.now());
+      for (let i = 0; i < 20; i++) expect((await flock.schedules.upsert(def(i, '2-58/4 * * * * *', 2))).ok).toBe(true);
+      await sleep(dueMs + 4_500 - Date.now()); // past every fire time of D (jitter 3 s)
+      const runsOfD = await Promise.all(Array.from({ length: 20 }, (_, i) => flock.schedules.runs(`db-${i}`, { from: dueMs, to: dueMs })));
+      const states = runsOfD.map((rs, i) => `db-${i}: ${rs.map((r) => `${r.state}${r.reason ? ` (${r.reason})` : ''}`).join(', ') || 'no record'}`);
+      expect(states.filter((t) => !/: succeeded$/.test(t)), 'every occurrence due at D ran').toEqual([]);
+      expect(ran.filter((r) => r.dueMs === dueMs)).toHaveLength(20);
+      // After the change: the new cron's due times, the new definition.
+      await until(() => ran.some((r) => r.dueMs > dueMs && r.v === 2), 10_000, 'a run of the new definition');
+      expect(ran.filter((r) => r.dueMs > dueMs).every((r) => r.v === 2 && (r.dueMs / 1000) % 4 === 2)).toBe(true);
+    } finally {
+      await flock.close();
+      await replica.stop(0);
+    }
+  });
+});
+
 describe('following the change stream', () => {
   it('falls back to a full read when the stream was trimmed past the replica', async () => {
     const redis = new Redis(server.url);
