@@ -395,7 +395,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   let stopping: Promise<void> | undefined;
   return {
     name: options.replica,
-    schedules: () => [...sources.running.map((r) => r.schedule.name), ...opened.stored.applied.keys()],
+    schedules: () => [...sources.running.map((r) => r.schedule.name), ...opened.stored.schedules().map((s) => s.name)],
     stop(graceMs) {
       stopping ??= (async () => {
         await sources.unwatch();
