@@ -39,7 +39,7 @@ import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
 import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
+import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
@@ -70,14 +70,17 @@ export interface ConnectFlockOptions {
 export interface FlockSchedules {
   /**
    * Creates or changes a schedule (the definition of a schedule file's entry). Atomic; the version grows; every
-   * replica applies it from its next due time. `ifVersion`: only if the stored version is this one (0: only if it
-   * does not exist). Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
+   * replica applies it from its next due time. `ifVersion` makes it a compare-and-set: a version n: only if the
+   * stored version is n; `0`: create only, refused when it exists (Temporal's create, HTTP `If-None-Match: *`);
+   * `'exists'`: change only, refused when it does not exist (Temporal's update, HTTP `If-Match: *`). A failed
+   * condition is a {@link VersionConflictError} naming it (`condition`: `absent` | `exists` | `version`, `actual`:
+   * the stored version, 0 when none); nothing is written. Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
    * problem with its field; also a value JSON cannot carry, NOT_JSON with its path such as `job.params.when`, and
    * a definition over 64 KiB as JSON, TOO_LARGE), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
    * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
    * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
    */
-  upsert(def: ScheduleDefinition, o?: { ifVersion?: number; reason?: string }): Promise<UpsertResult>;
+  upsert(def: ScheduleDefinition, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<UpsertResult>;
   /** The stored schedule, or undefined. */
   get(name: string): Promise<StoredSchedule | undefined>;
   /**
@@ -92,7 +95,7 @@ export interface FlockSchedules {
    * Audited. A name that is not stored answers NOT_FOUND; when a schedule file or Schedule resource defines it,
    * the message names that source and how to remove it there (`error.source`).
    */
-  remove(name: string, o?: { ifVersion?: number; reason?: string }): Promise<RemoveResult>;
+  remove(name: string, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
   suspend(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /**
@@ -217,7 +220,11 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   // overwrite (arguments.ts).
   const changeOptions = (call: string, c: unknown): { ifVersion?: number; reason?: string } => {
     const v = onlyKeys(`${call} options`, c, ['ifVersion', 'reason']);
-    const ifVersion = wholeNumber(`${call} options.ifVersion`, v.ifVersion, 0, Number.MAX_SAFE_INTEGER, '0: only if it does not exist');
+    // 'exists': only if it exists, any version (the store's IF_EXISTS, HTTP If-Match: *).
+    const ifVersion =
+      v.ifVersion === 'exists'
+        ? IF_EXISTS
+        : wholeNumber(`${call} options.ifVersion`, v.ifVersion, 0, Number.MAX_SAFE_INTEGER, `0: only if it does not exist; or 'exists': only if it exists, at any version`);
     const reason = text(`${call} options.reason`, v.reason);
     return { ...(ifVersion !== undefined ? { ifVersion } : {}), ...(reason !== undefined ? { reason } : {}) };
   };
