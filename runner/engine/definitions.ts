@@ -265,7 +265,7 @@ export class Definitions {
   }
 
   private publishKeys(): string[] {
-    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog, this.keys.replicas];
+    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog, this.keys.replicas, this.keys.definitionsSuspended];
   }
 
   /**
