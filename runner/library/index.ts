@@ -20,12 +20,14 @@
  *
  * A definition is one entry of a schedule file's `schedules:` list, validated by the same code (runner/store/).
  */
+import { lookup } from 'node:dns/promises';
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { performAction, type ActionOutcome } from '../api/actions.js';
 import { nextRows, type NextRow } from '../cli/next-rows.js';
+import type { ConfigError } from '../config/errors.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { compileOptions, DEFAULT_OPTIONS, type RunnerOptions } from '../engine/options.js';
@@ -44,9 +46,9 @@ import { registerHandlers, type HandlerContext, type JobHandler } from '../../jo
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem, type RedisSettingNames } from '../redis/explain.js';
-import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
+import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, scheduleName, text, timeMs, wholeNumber } from './arguments.js';
 
-export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
+export { MAX_DEFINITION_BYTES, IF_EXISTS, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
 export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
@@ -249,12 +251,13 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       });
       return page.cursor === undefined ? { items: page.items } : { items: page.items, cursor: encodeListCursor(page.cursor) };
     },
-    remove: async (name, r) => (open('schedules.remove'), store.remove(name, { ...changeOptions('remove', r), by, via: 'library' })),
-    suspend: async (name, s) => (open('schedules.suspend'), act('suspend', name, actionReason('suspend', s))),
-    resume: async (name, s) => (open('schedules.resume'), act('resume', name, actionReason('resume', s))),
-    trigger: async (name, s) => (open('schedules.trigger'), act('trigger', name, actionReason('trigger', s))),
+    remove: async (name, r) => (open('schedules.remove'), store.remove(scheduleName('remove name', name), { ...changeOptions('remove', r), by, via: 'library' })),
+    suspend: async (name, s) => (open('schedules.suspend'), act('suspend', scheduleName('suspend name', name), actionReason('suspend', s))),
+    resume: async (name, s) => (open('schedules.resume'), act('resume', scheduleName('resume name', name), actionReason('resume', s))),
+    trigger: async (name, s) => (open('schedules.trigger'), act('trigger', scheduleName('trigger name', name), actionReason('trigger', s))),
     async next(name, count) {
       open('schedules.next');
+      scheduleName('next name', name);
       const n = wholeNumber('next n', count, 1, 10_000) ?? 5;
       const stored = await store.get(name);
       if (!stored) throw new ControlError(`schedule "${name}" is not stored`);
@@ -265,6 +268,7 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     },
     runs: async (name, r) => {
       open('schedules.runs');
+      scheduleName('runs name', name);
       const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
       const from = timeMs('runs options.from', v.from);
       const to = timeMs('runs options.to', v.to);
@@ -335,6 +339,25 @@ async function checkSchedulePath(path: string): Promise<void> {
   if (!st.isDirectory() && !st.isFile()) throw new LibraryArgumentError('startReplica options.schedulesDir', `${JSON.stringify(path)} is neither a file nor a directory`);
 }
 
+/**
+ * A refusal of `startReplica({ schedulesDir })` whose schedule files hold no valid schedule (every file refused, or
+ * none there), as `cronflock start <path>` refuses them (exit 2); nothing was started. `errors` are the files'
+ * errors, each with `file`, `line`, `col`, `field`, `reason`, `hint` (as `cronflock validate` prints them).
+ */
+export class ScheduleFilesError extends Error {
+  readonly code = 'SCHEDULE_FILES_INVALID';
+  constructor(
+    readonly path: string,
+    readonly errors: readonly ConfigError[],
+  ) {
+    super(
+      `startReplica options.schedulesDir: no valid schedules in ${JSON.stringify(path)}; nothing to run` +
+        (errors.length > 0 ? `:\n${errors.map((e) => `  ${e.format()}`).join('\n')}` : ' (no schedule files there)'),
+    );
+    this.name = 'ScheduleFilesError';
+  }
+}
+
 /** Options of {@link startReplica}: the replica's own, plus any option of `cronflock start` (RunnerOptions). */
 export interface StartReplicaOptions extends Partial<Omit<RunnerOptions, 'namespace'>> {
   /** A Redis URL (any form `cronflock start --redis` takes). */
@@ -367,7 +390,8 @@ export interface ReplicaHandle {
  * in as many processes: all replicas are equal.
  * @throws LibraryArgumentError for an unknown option, a value of the wrong type (a duration as a string:
  *   `lockMs: '4s'`; a handler that is not a function: `jobs.h1`), a Redis that is not a URL, or a `schedulesDir`
- *   that does not exist; OptionsError for option values that do not fit together (runner/engine/options.ts);
+ *   that does not exist, an `admin` host that does not resolve or cannot be listened on; ScheduleFilesError when
+ *   `schedulesDir` holds no valid schedule (every file refused: `errors` lists why); OptionsError for option values that do not fit together (runner/engine/options.ts);
  *   Redis errors while reading the stored schedules.
  */
 export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandle> {
@@ -378,6 +402,12 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   const adminAt = listenAddress('startReplica options.admin', admin);
   checkJobs(jobs);
   if (text('startReplica options.schedulesDir', schedulesDir) !== undefined) await checkSchedulePath(schedulesDir!);
+  // A host that does not resolve is refused before anything starts (it failed as ENOTFOUND from deep inside).
+  if (adminAt) {
+    await lookup(adminAt.host).catch((err: NodeJS.ErrnoException) => {
+      throw new LibraryArgumentError('startReplica options.admin', `the host ${JSON.stringify(adminAt.host)} does not resolve (${err.code ?? err.message}); give host:port with an address or name of this machine, e.g. '127.0.0.1:9464' ('0.0.0.0:9464': every interface)`);
+    });
+  }
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });
   const log = logger ?? createLogger({ replica: options.replica });
@@ -391,10 +421,19 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   try {
     first = await sources.compose();
     for (const e of first.fileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    // As `cronflock start <path>` (which exits 2): files of which nothing is valid are refused whole; some refused
+    // files beside valid ones are logged and ignored. A file refused only because the store holds one of its
+    // names is not counted here (the CLI checks its files before it reads the store, and starts).
+    if (schedulesDir !== undefined && first.runs.length === 0 && first.storeClashes.length === 0) throw new ScheduleFilesError(schedulesDir, first.fileErrors);
+    if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
     replica = await Replica.start({ redisUrl: redis, schedules: sources.withStored(first), options, log, admin: adminAt });
   } catch (err) {
     await opened.close();
     unregister();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (adminAt && (err as NodeJS.ErrnoException).syscall === 'listen' && code !== undefined) {
+      throw new LibraryArgumentError('startReplica options.admin', `cannot listen on ${adminAt.host}:${adminAt.port} (${code}${code === 'EADDRINUSE' ? ': the port is in use' : code === 'EADDRNOTAVAIL' ? ': not an address of this machine' : ''}); pick another address or port (port 0: any free port)`);
+    }
     throw err;
   }
   sources.applied(first);
