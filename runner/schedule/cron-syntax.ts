@@ -5,14 +5,7 @@
  */
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
 import type { CompileCronOptions } from './cron.js';
-import { isValidTimeZone, suggestTimeZones, zoneSpelling } from './zone.js';
-
-/** What the usual meant-instead zones of a fixed-offset name are, for the hint of a mis-cased spelling. */
-const MEANT_TEXT: Record<string, string> = {
-  'America/New_York': ' (US Eastern time, with daylight saving)',
-  'America/Denver': ' (US Mountain time, with daylight saving)',
-  'Pacific/Honolulu': ' (Hawaii)',
-};
+import { isValidTimeZone, misspelledZoneMessage, suggestTimeZones } from './zone.js';
 
 /** Why {@link compileCron} refused its input. */
 export type CronErrorCode = 'CRON_SYNTAX' | 'CRON_NEVER_FIRES' | 'CRON_TZ_PREFIX' | 'CRON_UNSUPPORTED' | 'ZONE_UNKNOWN';
@@ -132,14 +125,8 @@ export function parseCron(expression: string, timeZone: string, opts: CompileCro
       new CronError('CRON_SYNTAX', `cron ${shown} is not valid: its fields are valid one by one but not together; ${HOW_TO_WRITE}`, { cause: err });
   }
 
-  const spelled = zoneSpelling(timeZone);
-  if (spelled) {
-    const fixed = spelled.map((n) => `"${n}"${n === 'EST' || n === 'MST' || n === 'HST' ? ` (UTC${n === 'EST' ? '-5' : n === 'MST' ? '-7' : '-10'} all year, no daylight saving)` : MEANT_TEXT[n] ?? ''}`);
-    throw new CronError(
-      'ZONE_UNKNOWN',
-      `time zone ${JSON.stringify(timeZone)} is not spelled as the tz database spells it (zone names are case-sensitive, as in Kubernetes CronJobs and Temporal); did you mean ${fixed.join(' or ')}?`,
-    );
-  }
+  const spelled = misspelledZoneMessage(timeZone);
+  if (spelled !== undefined) throw new CronError('ZONE_UNKNOWN', spelled);
   if (typeof timeZone !== 'string' || !isValidTimeZone(timeZone)) {
     const zone = String(timeZone);
     const near = typeof timeZone === 'string' ? suggestTimeZones(timeZone) : [];

@@ -113,6 +113,29 @@ export function zoneSpelling(tz: string): string[] | undefined {
   return [new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone];
 }
 
+/** What the usual meant-instead zones are, for the hint of a mis-cased spelling. */
+const MEANT_TEXT: Record<string, string> = {
+  EST: ' (UTC-5 all year, no daylight saving)',
+  MST: ' (UTC-7 all year, no daylight saving)',
+  HST: ' (UTC-10 all year, no daylight saving)',
+  'America/New_York': ' (US Eastern time, with daylight saving)',
+  'America/Denver': ' (US Mountain time, with daylight saving)',
+  'Pacific/Honolulu': ' (Hawaii)',
+};
+
+/**
+ * The refusal of a zone spelled with other letter case ({@link zoneSpelling}), naming the spellings meant; undefined
+ * when `tz` is spelled as the tz database spells it (or is no zone: the caller's own check says so).
+ */
+export function misspelledZoneMessage(tz: unknown): string | undefined {
+  const meant = typeof tz === 'string' ? zoneSpelling(tz) : undefined;
+  if (!meant) return undefined;
+  return (
+    `time zone ${JSON.stringify(tz)} is not spelled as the tz database spells it (zone names are case-sensitive, as in Kubernetes CronJobs and Temporal); ` +
+    `did you mean ${meant.map((n) => `"${n}"${MEANT_TEXT[n] ?? ''}`).join(' or ')}?`
+  );
+}
+
 /**
  * Suggests known zone names close to a misspelt one (edit distance ≤ 3, or same last path component),
  * best first, at most 3. For error messages only; costs ~1 ms.
