@@ -418,12 +418,15 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (!r.ok) {
       const e = r.error;
       if ('problems' in e) {
-        const problems = e.problems.map((p: DefinitionProblem) => ({ field: p.field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }));
+        // The name comes from the path unless the body repeats it: a bad one is the path parameter's problem.
+        const fieldOf = (f: string): string => (f === 'name' && def.name === undefined ? 'path.name' : f);
+        const problems = e.problems.map((p: DefinitionProblem) => ({ field: fieldOf(p.field), reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }));
         // Too large is its own answer (413), naming the limit; nothing was written either way.
         if (e.problems.some((p) => p.code === 'TOO_LARGE')) {
           throw new ApiError(413, 'DEFINITION_TOO_LARGE', e.message, 'body', { limitBytes: MAX_DEFINITION_BYTES, problems });
         }
-        throw new ApiError(422, 'SCHEDULE_INVALID', e.message, problems[0]?.field ? `body.${problems[0].field}` : 'body', { problems });
+        const first = problems[0]?.field;
+        throw new ApiError(422, 'SCHEDULE_INVALID', e.message, first ? (first.startsWith('path.') ? first : `body.${first}`) : 'body', { problems });
       }
       throw refusal(e);
     }

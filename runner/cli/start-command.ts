@@ -199,7 +199,7 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
     };
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing, resolveSchedules });
     if (aborted.signal.aborted || !opened) return;
-    if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.applied.size }, 'no schedule path: running the stored schedules alone');
+    if (path === undefined && !sources.watchingCluster) log.info({ stored: opened.stored.schedules().length }, 'no schedule path: running the stored schedules alone');
     try {
       stopExtras = await startReplicaExtras(replica, { redisUrl: target.url, redisTls: target.tls, historyMs, capture, version: packageVersion(), log, ui: api }); // dashboard
     } catch (err) {

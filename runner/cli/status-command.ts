@@ -39,7 +39,8 @@ export function formatStatus(st: FlockStatus, namespace: string): string {
     if (digests.size > 1) out += '  (replicas run different schedule files: a rollout in progress, or files that differ)\n';
   } else out += '  none: no replica has sent a heartbeat within its membership time; nothing is planned or run\n';
   const sch = st.schedules;
-  out += `\nschedules: ${sch.total} published, ${sch.suspended} suspended\n`;
+  // Both kinds of suspension, each named (a schedule can be both, so they are not added up).
+  out += `\nschedules: ${sch.total} published, suspended: ${sch.suspended} at run time (cronflock suspend), ${sch.suspendedByDefinition} by their definition (suspend: true)\n`;
   if (sch.shown.length > 0) {
     out += indent(
       table(

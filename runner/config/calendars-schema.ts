@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { CronError, compileCron } from '../schedule/cron.js';
 import { parseIsoDay, parseMonthDay, parseWeekday } from '../schedule/calendar.js';
-import { isValidTimeZone, suggestTimeZones } from '../schedule/zone.js';
+import { isValidTimeZone, misspelledZoneMessage, suggestTimeZones } from '../schedule/zone.js';
 import { positiveDurationMs } from '../validate/zod-duration.js';
 
 /** Calendar names follow schedule names: DNS-1123 labels. */
@@ -43,6 +43,11 @@ const validZones = new Set<string>();
 /** An IANA zone, refused with suggestions. */
 export const timeZoneName = z.string().superRefine((tz, ctx) => {
   if (validZones.has(tz)) return;
+  const spelled = misspelledZoneMessage(tz);
+  if (spelled !== undefined) {
+    ctx.addIssue({ code: 'custom', message: spelled });
+    return;
+  }
   if (isValidTimeZone(tz)) {
     if (validZones.size < 1000) validZones.add(tz);
     return;

@@ -130,6 +130,17 @@ schedules:
     expect(res.errors[6]!.reason).toContain('lists no days');
   });
 
+  it('refuses a zone spelled with other letter case, in a calendar and in a schedule, with the spelling meant', async () => {
+    const res = await parseScheduleText(
+      `calendars:\n  - {name: c, timeZone: europe/berlin, dates: ["2026-12-25"]}\nschedules:\n  - {name: s, cron: "0 9 * * *", timeZone: est, ${JOB}}\n`,
+      'f.yaml',
+    );
+    expect(res.errors.map(where)).toEqual(['f.yaml:2:25 SCHEMA_INVALID calendars[0].timeZone', 'f.yaml:4:44 ZONE_UNKNOWN schedules[0].timeZone']);
+    expect(res.errors[0]!.reason).toContain('time zone "europe/berlin" is not spelled as the tz database spells it');
+    expect(res.errors[0]!.reason).toContain('did you mean "Europe/Berlin"?');
+    expect(res.errors[1]!.reason).toContain('did you mean "EST" (UTC-5 all year, no daylight saving) or "America/New_York"');
+  });
+
   it('resolves names across the files of a directory; a calendar file alone is a valid file', async () => {
     const dir = directory({
       'a-calendars.yaml': 'calendars:\n  - {name: holidays, timeZone: Europe/Berlin, dates: ["2026-12-25"]}\n',

@@ -188,3 +188,30 @@ describe('the definition loaded last wins again after Redis lost the set, or its
     expect(await redis.get(ks.definitionsVersion)).toBe(v);
   });
 });
+
+describe('the names published with suspend: true ({ns}:defs:suspended, counted by cronflock status)', () => {
+  it('follow each publication and withdrawal, and a start fills in what was published before the set was kept', async () => {
+    const [sec] = await redis.time();
+    await redis.zadd(keys.replicas, Number(sec) * 1000 + 60_000, 'sp1');
+    const yaml = (held: boolean): string =>
+      `schedules:\n  - {name: sp-a, cron: "0 3 * * *", ${held ? 'suspend: true, ' : ''}job: {kind: http, url: "http://127.0.0.1:1/"}}\n  - {name: sp-b, cron: "0 4 * * *", job: {kind: http, url: "http://127.0.0.1:1/"}}\n`;
+    const held = (await parseScheduleText(yaml(true), 'sp.yaml')).schedules;
+    const d = new Definitions(redis, keys, 'sp1', new Set(['sp1']));
+    await d.publish(held);
+    expect((await redis.smembers(keys.definitionsSuspended)).filter((n) => n.startsWith('sp-'))).toEqual(['sp-a']);
+    // suspend: false (a new hash): gone from the set
+    const free = (await parseScheduleText(yaml(false), 'sp.yaml')).schedules;
+    await d.publish(free);
+    expect(await redis.sismember(keys.definitionsSuspended, 'sp-a')).toBe(0);
+    // suspended again, then withdrawn: gone
+    await d.publish(held);
+    expect(await redis.sismember(keys.definitionsSuspended, 'sp-a')).toBe(1);
+    await d.publishChanges([], ['sp-a']);
+    expect(await redis.sismember(keys.definitionsSuspended, 'sp-a')).toBe(0);
+    // published before the set was kept (an upgrade): a replica's start with the same definitions adds it
+    await d.publish(held);
+    await redis.srem(keys.definitionsSuspended, 'sp-a');
+    await new Definitions(redis, keys, 'sp1', new Set(['sp1'])).publish(held);
+    expect(await redis.sismember(keys.definitionsSuspended, 'sp-a')).toBe(1);
+  });
+});

@@ -175,6 +175,11 @@ export class Definitions {
     for (const name of [...this.loadedAt.keys()]) if (!this.mine.has(name)) this.loadedAt.delete(name);
     await this.refresh();
     this.noteLoadTimes(schedules);
+    // The publish script keeps `{ns}:defs:suspended` with each publication; definitions published before it did
+    // (a flock upgraded in place) are not sent again (same hash), so a start or reload adds its suspended current
+    // ones here (idempotent; there are few).
+    const held = schedules.filter((s) => s.suspend === true && this.isCurrent(s)).map((s) => s.name);
+    if (held.length > 0) await this.redis.sadd(this.keys.definitionsSuspended, ...held);
   }
 
   /** Records the load time of each of `schedules` that the view shows published as this replica has it. */
@@ -265,7 +270,7 @@ export class Definitions {
   }
 
   private publishKeys(): string[] {
-    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog, this.keys.replicas];
+    return [this.keys.definitions, this.keys.definitionsVersion, this.keys.definitionsChanges, this.keys.definitionsLog, this.keys.replicas, this.keys.definitionsSuspended];
   }
 
   /**

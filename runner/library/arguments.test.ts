@@ -16,7 +16,7 @@ describe('library arguments', () => {
   it('refuses mistyped or misspelled options of the schedule and tenant calls, and writes nothing', async () => {
     const flock = await connectFlock({ redis: pr.server.url, namespace: 'lib' });
     try {
-      await expect(flock.schedules.upsert(def, { ifVersion: '5' as unknown as number })).rejects.toThrow(/^upsert options\.ifVersion: must be a whole number from 0 to \d+ \(0: only if it does not exist\); got "5"$/);
+      await expect(flock.schedules.upsert(def, { ifVersion: '5' as unknown as number })).rejects.toThrow(/^upsert options\.ifVersion: must be a whole number from 0 to \d+ \(0: only if it does not exist; or 'exists': only if it exists, at any version\); got "5"$/);
       await expect(flock.schedules.upsert(def, { ifversion: 1 } as never)).rejects.toThrow(/^upsert options\.ifversion: unknown option; did you mean "ifVersion"\?/);
       await expect(flock.schedules.upsert(def, { ifVersion: -1 })).rejects.toThrow(LibraryArgumentError);
       expect(await flock.schedules.get('a1')).toBeUndefined();
@@ -76,7 +76,7 @@ describe('library arguments found by a user breaking it', () => {
   it('startReplica takes admin as { host, port }, "host:port" or "off", and refuses anything else before starting (it listened on a random port of every interface)', async () => {
     await expect(startReplica({ redis: pr.server.url, admin: 9464 as never })).rejects.toThrow(/^startReplica options\.admin: must be \{ host, port \}, 'host:port' \(e\.g\. '127\.0\.0\.1:9464'\) or 'off'; got 9464$/);
     await expect(startReplica({ redis: pr.server.url, admin: 'localhost' })).rejects.toThrow(/^startReplica options\.admin: "localhost" must be host:port/);
-    await expect(startReplica({ redis: pr.server.url, admin: { host: 'nonsense host', port: -5 } })).rejects.toThrow(/^startReplica options\.admin\.port: must be a whole number from 0 to 65535/);
+    await expect(startReplica({ redis: pr.server.url, admin: { host: 'nonsense-host', port: -5 } })).rejects.toThrow(/^startReplica options\.admin\.port: must be a whole number from 0 to 65535/);
     await expect(startReplica({ redis: pr.server.url, admin: { host: '', port: 9464 } })).rejects.toThrow(/^startReplica options\.admin\.host: must be a host name or address/);
     await expect(startReplica({ redis: pr.server.url, admin: { host: '127.0.0.1', port: 1, extra: 1 } as never })).rejects.toThrow(LibraryArgumentError);
     // 'host:port' and 'off' as the command line takes them.

@@ -61,6 +61,15 @@ export function timeMs(what: string, v: unknown): number | undefined {
   return v;
 }
 
+/**
+ * A schedule name: a non-empty string (`suspend(42)` used to reach the control code and come back as a
+ * ControlError about a schedule "42"). @throws LibraryArgumentError naming `what` otherwise.
+ */
+export function scheduleName(what: string, v: unknown): string {
+  if (typeof v !== 'string' || v === '') throw new LibraryArgumentError(what, `must be a schedule name (a non-empty string such as 'report-acme'); got ${v === '' ? 'an empty string' : show(v)}`);
+  return v;
+}
+
 /** A string, or undefined. @throws LibraryArgumentError otherwise. */
 export function text(what: string, v: unknown): string | undefined {
   if (v === undefined) return undefined;
@@ -110,6 +119,9 @@ export class FlockClosedError extends Error {
   }
 }
 
+/** What a listen host may look like: a DNS name, an IPv4 or IPv6 address (no spaces, no URL parts). */
+const HOST = /^[A-Za-z0-9._:%-]+$/;
+
 /**
  * Where a replica of the library serves /metrics, /healthz and /readyz (`startReplica({ admin })`): `{ host, port }`,
  * a `'host:port'` string as `cronflock start --admin` takes, or `'off'`/null/undefined for none.
@@ -119,15 +131,18 @@ export class FlockClosedError extends Error {
 export function listenAddress(what: string, v: unknown): { host: string; port: number } | null {
   if (v === undefined || v === null || v === 'off') return null;
   if (typeof v === 'string') {
+    let at: { host: string; port: number };
     try {
-      return parseListenAddress(v, what);
+      at = parseListenAddress(v, what);
     } catch (err) {
       throw new LibraryArgumentError(what, (err as Error).message.replace(`${what} `, ''));
     }
+    if (!HOST.test(at.host)) throw new LibraryArgumentError(what, `${JSON.stringify(v)}: ${JSON.stringify(at.host)} is not a host name or address (letters, digits, '.', '-', ':' for IPv6); give host:port, e.g. '127.0.0.1:9464'`);
+    return at;
   }
   if (typeof v !== 'object' || Array.isArray(v)) throw new LibraryArgumentError(what, `must be { host, port }, 'host:port' (e.g. '127.0.0.1:9464') or 'off'; got ${JSON.stringify(v)}`);
   const o = onlyKeys(what, v, ['host', 'port']);
-  if (typeof o.host !== 'string' || o.host === '') throw new LibraryArgumentError(`${what}.host`, `must be a host name or address (e.g. '127.0.0.1'); got ${JSON.stringify(o.host)}`);
+  if (typeof o.host !== 'string' || o.host === '' || !HOST.test(o.host)) throw new LibraryArgumentError(`${what}.host`, `must be a host name or address (e.g. '127.0.0.1'); got ${JSON.stringify(o.host)}`);
   const port = wholeNumber(`${what}.port`, o.port, 0, 65535, '0: any free port');
   if (port === undefined) throw new LibraryArgumentError(`${what}.port`, 'must be a port from 0 to 65535 (0: any free port)');
   return { host: o.host, port };

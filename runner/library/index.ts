@@ -20,12 +20,14 @@
  *
  * A definition is one entry of a schedule file's `schedules:` list, validated by the same code (runner/store/).
  */
+import { lookup } from 'node:dns/promises';
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { performAction, type ActionOutcome } from '../api/actions.js';
 import { nextRows, type NextRow } from '../cli/next-rows.js';
+import type { ConfigError } from '../config/errors.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { compileOptions, DEFAULT_OPTIONS, type RunnerOptions } from '../engine/options.js';
@@ -39,14 +41,14 @@ import { Store } from '../redis/store.js';
 import { ScheduleSources } from '../sources/sources.js';
 import { openStoredSchedules } from '../sources/stored.js';
 import { checkDefinition, MAX_DEFINITION_BYTES, ScheduleDefinitionError, type DefinitionProblem, type ScheduleDefinition } from '../store/definition.js';
-import { NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
+import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitArgumentError, TenantLimitError, VersionConflictError, type ListFilter, type NotStored, type RemoveResult, type StoredSchedule, type TenantInfo, type UpsertResult } from '../store/store.js';
 import { registerHandlers, type HandlerContext, type JobHandler } from '../../jobs/handler.js';
 import { settlesWithin } from '../time/wait.js';
 import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem, type RedisSettingNames } from '../redis/explain.js';
-import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, text, timeMs, wholeNumber } from './arguments.js';
+import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, scheduleName, text, timeMs, wholeNumber } from './arguments.js';
 
-export { MAX_DEFINITION_BYTES, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
+export { MAX_DEFINITION_BYTES, IF_EXISTS, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
 export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
@@ -70,14 +72,17 @@ export interface ConnectFlockOptions {
 export interface FlockSchedules {
   /**
    * Creates or changes a schedule (the definition of a schedule file's entry). Atomic; the version grows; every
-   * replica applies it from its next due time. `ifVersion`: only if the stored version is this one (0: only if it
-   * does not exist). Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
+   * replica applies it from its next due time. `ifVersion` makes it a compare-and-set: a version n: only if the
+   * stored version is n; `0`: create only, refused when it exists (Temporal's create, HTTP `If-None-Match: *`);
+   * `'exists'`: change only, refused when it does not exist (Temporal's update, HTTP `If-Match: *`). A failed
+   * condition is a {@link VersionConflictError} naming it (`condition`: `absent` | `exists` | `version`, `actual`:
+   * the stored version, 0 when none); nothing is written. Refusals are values (`ok: false`): {@link ScheduleDefinitionError} (nothing written; every
    * problem with its field; also a value JSON cannot carry, NOT_JSON with its path such as `job.params.when`, and
    * a definition over 64 KiB as JSON, TOO_LARGE), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
    * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
    * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
    */
-  upsert(def: ScheduleDefinition, o?: { ifVersion?: number; reason?: string }): Promise<UpsertResult>;
+  upsert(def: ScheduleDefinition, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<UpsertResult>;
   /** The stored schedule, or undefined. */
   get(name: string): Promise<StoredSchedule | undefined>;
   /**
@@ -92,7 +97,7 @@ export interface FlockSchedules {
    * Audited. A name that is not stored answers NOT_FOUND; when a schedule file or Schedule resource defines it,
    * the message names that source and how to remove it there (`error.source`).
    */
-  remove(name: string, o?: { ifVersion?: number; reason?: string }): Promise<RemoveResult>;
+  remove(name: string, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
   suspend(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /**
@@ -217,7 +222,11 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
   // overwrite (arguments.ts).
   const changeOptions = (call: string, c: unknown): { ifVersion?: number; reason?: string } => {
     const v = onlyKeys(`${call} options`, c, ['ifVersion', 'reason']);
-    const ifVersion = wholeNumber(`${call} options.ifVersion`, v.ifVersion, 0, Number.MAX_SAFE_INTEGER, '0: only if it does not exist');
+    // 'exists': only if it exists, any version (the store's IF_EXISTS, HTTP If-Match: *).
+    const ifVersion =
+      v.ifVersion === 'exists'
+        ? IF_EXISTS
+        : wholeNumber(`${call} options.ifVersion`, v.ifVersion, 0, Number.MAX_SAFE_INTEGER, `0: only if it does not exist; or 'exists': only if it exists, at any version`);
     const reason = text(`${call} options.reason`, v.reason);
     return { ...(ifVersion !== undefined ? { ifVersion } : {}), ...(reason !== undefined ? { reason } : {}) };
   };
@@ -242,12 +251,13 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       });
       return page.cursor === undefined ? { items: page.items } : { items: page.items, cursor: encodeListCursor(page.cursor) };
     },
-    remove: async (name, r) => (open('schedules.remove'), store.remove(name, { ...changeOptions('remove', r), by, via: 'library' })),
-    suspend: async (name, s) => (open('schedules.suspend'), act('suspend', name, actionReason('suspend', s))),
-    resume: async (name, s) => (open('schedules.resume'), act('resume', name, actionReason('resume', s))),
-    trigger: async (name, s) => (open('schedules.trigger'), act('trigger', name, actionReason('trigger', s))),
+    remove: async (name, r) => (open('schedules.remove'), store.remove(scheduleName('remove name', name), { ...changeOptions('remove', r), by, via: 'library' })),
+    suspend: async (name, s) => (open('schedules.suspend'), act('suspend', scheduleName('suspend name', name), actionReason('suspend', s))),
+    resume: async (name, s) => (open('schedules.resume'), act('resume', scheduleName('resume name', name), actionReason('resume', s))),
+    trigger: async (name, s) => (open('schedules.trigger'), act('trigger', scheduleName('trigger name', name), actionReason('trigger', s))),
     async next(name, count) {
       open('schedules.next');
+      scheduleName('next name', name);
       const n = wholeNumber('next n', count, 1, 10_000) ?? 5;
       const stored = await store.get(name);
       if (!stored) throw new ControlError(`schedule "${name}" is not stored`);
@@ -258,6 +268,7 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     },
     runs: async (name, r) => {
       open('schedules.runs');
+      scheduleName('runs name', name);
       const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
       const from = timeMs('runs options.from', v.from);
       const to = timeMs('runs options.to', v.to);
@@ -328,6 +339,25 @@ async function checkSchedulePath(path: string): Promise<void> {
   if (!st.isDirectory() && !st.isFile()) throw new LibraryArgumentError('startReplica options.schedulesDir', `${JSON.stringify(path)} is neither a file nor a directory`);
 }
 
+/**
+ * A refusal of `startReplica({ schedulesDir })` whose schedule files hold no valid schedule (every file refused, or
+ * none there), as `cronflock start <path>` refuses them (exit 2); nothing was started. `errors` are the files'
+ * errors, each with `file`, `line`, `col`, `field`, `reason`, `hint` (as `cronflock validate` prints them).
+ */
+export class ScheduleFilesError extends Error {
+  readonly code = 'SCHEDULE_FILES_INVALID';
+  constructor(
+    readonly path: string,
+    readonly errors: readonly ConfigError[],
+  ) {
+    super(
+      `startReplica options.schedulesDir: no valid schedules in ${JSON.stringify(path)}; nothing to run` +
+        (errors.length > 0 ? `:\n${errors.map((e) => `  ${e.format()}`).join('\n')}` : ' (no schedule files there)'),
+    );
+    this.name = 'ScheduleFilesError';
+  }
+}
+
 /** Options of {@link startReplica}: the replica's own, plus any option of `cronflock start` (RunnerOptions). */
 export interface StartReplicaOptions extends Partial<Omit<RunnerOptions, 'namespace'>> {
   /** A Redis URL (any form `cronflock start --redis` takes). */
@@ -360,7 +390,8 @@ export interface ReplicaHandle {
  * in as many processes: all replicas are equal.
  * @throws LibraryArgumentError for an unknown option, a value of the wrong type (a duration as a string:
  *   `lockMs: '4s'`; a handler that is not a function: `jobs.h1`), a Redis that is not a URL, or a `schedulesDir`
- *   that does not exist; OptionsError for option values that do not fit together (runner/engine/options.ts);
+ *   that does not exist, an `admin` host that does not resolve or cannot be listened on; ScheduleFilesError when
+ *   `schedulesDir` holds no valid schedule (every file refused: `errors` lists why); OptionsError for option values that do not fit together (runner/engine/options.ts);
  *   Redis errors while reading the stored schedules.
  */
 export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandle> {
@@ -371,6 +402,12 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   const adminAt = listenAddress('startReplica options.admin', admin);
   checkJobs(jobs);
   if (text('startReplica options.schedulesDir', schedulesDir) !== undefined) await checkSchedulePath(schedulesDir!);
+  // A host that does not resolve is refused before anything starts (it failed as ENOTFOUND from deep inside).
+  if (adminAt) {
+    await lookup(adminAt.host).catch((err: NodeJS.ErrnoException) => {
+      throw new LibraryArgumentError('startReplica options.admin', `the host ${JSON.stringify(adminAt.host)} does not resolve (${err.code ?? err.message}); give host:port with an address or name of this machine, e.g. '127.0.0.1:9464' ('0.0.0.0:9464': every interface)`);
+    });
+  }
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });
   const log = logger ?? createLogger({ replica: options.replica });
@@ -384,10 +421,19 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   try {
     first = await sources.compose();
     for (const e of first.fileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
+    // As `cronflock start <path>` (which exits 2): files of which nothing is valid are refused whole; some refused
+    // files beside valid ones are logged and ignored. A file refused only because the store holds one of its
+    // names is not counted here (the CLI checks its files before it reads the store, and starts).
+    if (schedulesDir !== undefined && first.runs.length === 0 && first.storeClashes.length === 0) throw new ScheduleFilesError(schedulesDir, first.fileErrors);
+    if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
     replica = await Replica.start({ redisUrl: redis, schedules: sources.withStored(first), options, log, admin: adminAt });
   } catch (err) {
     await opened.close();
     unregister();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (adminAt && (err as NodeJS.ErrnoException).syscall === 'listen' && code !== undefined) {
+      throw new LibraryArgumentError('startReplica options.admin', `cannot listen on ${adminAt.host}:${adminAt.port} (${code}${code === 'EADDRINUSE' ? ': the port is in use' : code === 'EADDRNOTAVAIL' ? ': not an address of this machine' : ''}); pick another address or port (port 0: any free port)`);
+    }
     throw err;
   }
   sources.applied(first);
@@ -395,7 +441,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   let stopping: Promise<void> | undefined;
   return {
     name: options.replica,
-    schedules: () => [...sources.running.map((r) => r.schedule.name), ...opened.stored.applied.keys()],
+    schedules: () => [...sources.running.map((r) => r.schedule.name), ...opened.stored.schedules().map((s) => s.name)],
     stop(graceMs) {
       stopping ??= (async () => {
         await sources.unwatch();

@@ -54,7 +54,13 @@ export interface FlockStatus {
   schedules: {
     /** Schedules published by the replicas (their definitions). */
     total: number;
+    /** Schedules suspended at run time (`cronflock suspend`, the library's and the API's suspend: `{ns}:suspended`). */
     suspended: number;
+    /**
+     * Published schedules whose definition says `suspend: true` (a file's, a Schedule's or a stored one; kept by
+     * the publish-definitions script in `{ns}:defs:suspended`). A schedule can be both: the two are not added up.
+     */
+    suspendedByDefinition: number;
     /** The schedules read in detail, sorted by name. */
     shown: ScheduleStatus[];
     /** Names asked for that no replica publishes. */
@@ -100,6 +106,7 @@ export async function readFlockStatus(
     .zcount(keys.pending, '-inf', overdueBefore)
     .zrangebyscore(keys.replicas, nowMs + 1, '+inf', 'WITHSCORES')
     .zrangebyscore(keys.pending, '-inf', overdueBefore, 'LIMIT', 0, OVERDUE_SAMPLE)
+    .scard(keys.definitionsSuspended)
     .exec();
   const val = <T>(i: number): T => {
     const [err, v] = totals![i]!;
@@ -108,6 +115,7 @@ export async function readFlockStatus(
   };
   const [total, suspendedCount, pending, overdueCount] = [val<number>(0), val<number>(1), val<number>(2), val<number>(3)];
   const membership = val<string[]>(4);
+  const suspendedByDefinition = val<number>(6);
   const overdueBySchedule = new Map<string, number>();
   for (const key of val<string[]>(5)) overdueBySchedule.set(scheduleOfKey(key), (overdueBySchedule.get(scheduleOfKey(key)) ?? 0) + 1);
 
@@ -126,6 +134,9 @@ export async function readFlockStatus(
   else {
     const chosen = new Set<string>();
     await scanFields(redis, keys.suspended, o.limit, (n) => chosen.add(n));
+    if (chosen.size < o.limit && suspendedByDefinition > 0) {
+      for (const n of await redis.srandmember(keys.definitionsSuspended, o.limit - chosen.size)) chosen.add(n);
+    }
     for (const n of overdueBySchedule.keys()) if (chosen.size < o.limit) chosen.add(n);
     if (chosen.size < o.limit) await scanFields(redis, keys.definitions, o.limit - chosen.size, (n) => chosen.add(n));
     names = [...chosen];
@@ -203,7 +214,7 @@ export async function readFlockStatus(
   return {
     nowMs,
     replicas,
-    schedules: { total, suspended: suspendedCount, shown, unknown },
+    schedules: { total, suspended: suspendedCount, suspendedByDefinition, shown, unknown },
     backlog: {
       pending,
       overdue: overdueCount,

@@ -178,6 +178,13 @@ export class Keyspace {
     return `${this.ns}:defs:changes:state`;
   }
   /**
+   * SET of the names whose published definition (in {@link Keyspace.definitions}) says `suspend: true`, kept by the
+   * publish-definitions script: `cronflock status` counts them (SCARD) without reading every definition.
+   */
+  get definitionsSuspended(): string {
+    return `${this.ns}:defs:suspended`;
+  }
+  /**
    * HASH of one stored schedule (runner/store/): `def` (the definition as JSON, as a schedule file's entry),
    * `version` (from {@link Keyspace.storeVersion}), `updatedAtMs` (Redis time), `by` (who wrote it).
    */

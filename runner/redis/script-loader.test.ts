@@ -128,7 +128,7 @@ function contracts(now: number): Record<ScriptName, Contract> {
       returns: [1, 0, 0],
     },
     'publish-definitions': {
-      keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog, k.replicas],
+      keys: [k.definitions, k.definitionsVersion, k.definitionsChanges, k.definitionsLog, k.replicas, k.definitionsSuspended],
       argv: ['a', 100, 's', JSON.stringify({ cron: '* * * * *', definitionHash: 'h1', replica: 'a' }), '|', 'gone'],
       returns: 1,
     },

@@ -5,7 +5,7 @@
  */
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
 import type { CompileCronOptions } from './cron.js';
-import { isValidTimeZone, suggestTimeZones } from './zone.js';
+import { isValidTimeZone, misspelledZoneMessage, suggestTimeZones } from './zone.js';
 
 /** Why {@link compileCron} refused its input. */
 export type CronErrorCode = 'CRON_SYNTAX' | 'CRON_NEVER_FIRES' | 'CRON_TZ_PREFIX' | 'CRON_UNSUPPORTED' | 'ZONE_UNKNOWN';
@@ -125,6 +125,8 @@ export function parseCron(expression: string, timeZone: string, opts: CompileCro
       new CronError('CRON_SYNTAX', `cron ${shown} is not valid: its fields are valid one by one but not together; ${HOW_TO_WRITE}`, { cause: err });
   }
 
+  const spelled = misspelledZoneMessage(timeZone);
+  if (spelled !== undefined) throw new CronError('ZONE_UNKNOWN', spelled);
   if (typeof timeZone !== 'string' || !isValidTimeZone(timeZone)) {
     const zone = String(timeZone);
     const near = typeof timeZone === 'string' ? suggestTimeZones(timeZone) : [];

@@ -74,6 +74,69 @@ export function isValidTimeZone(tz: string): boolean {
 }
 
 /**
+ * tz database names outside `Intl.supportedValuesOf('timeZone')` (which lists canonical Area/Location names only)
+ * whose spelling we check: the legacy and abbreviation-like names users type in lowercase.
+ */
+const LEGACY_ZONES = ['UTC', 'UCT', 'GMT', 'Etc/UTC', 'Etc/GMT', 'Zulu', 'Universal', 'Greenwich', 'EST', 'MST', 'HST', 'EST5EDT', 'CST6CDT', 'MST7MDT', 'PST8PDT', 'CET', 'EET', 'MET', 'WET', 'PRC', 'ROC', 'ROK', 'NZ', 'NZ-CHAT', 'GB', 'GB-Eire', 'Eire', 'W-SU'];
+/** What a user typing one of these probably meant instead: the fixed ones have no daylight saving. */
+const MEANT = new Map([
+  ['EST', 'America/New_York'],
+  ['MST', 'America/Denver'],
+  ['HST', 'Pacific/Honolulu'],
+]);
+let spellings: Map<string, string> | undefined;
+
+/**
+ * When `tz` is a tz database name spelled with other letter case (`est`, `utc`, `europe/berlin`), the names it
+ * probably means, best first (`["EST", "America/New_York"]`); undefined when it is spelled as the tz database
+ * spells it (or is no zone at all). ECMA-402 matches zone names case-insensitively, so such a spelling runs — `est`
+ * runs as EST, UTC-5 all year, where its author usually meant US Eastern time — but the tz database, and with it
+ * Kubernetes CronJobs and Temporal (Go's time.LoadLocation), refuse it: so do we, with these names as the hint.
+ * A name whose path component starts with a lowercase letter (`us/eastern`) is refused too, hinting at the zone
+ * ECMA-402 resolves it to.
+ */
+export function zoneSpelling(tz: string): string[] | undefined {
+  if (typeof tz !== 'string' || !isValidTimeZone(tz)) return undefined;
+  if (!spellings) {
+    spellings = new Map();
+    let names: string[] = [];
+    try {
+      names = Intl.supportedValuesOf('timeZone');
+    } catch {
+      /* an engine without the list: only the legacy names are checked */
+    }
+    for (const n of [...names, ...LEGACY_ZONES]) spellings.set(n.toLowerCase(), n);
+  }
+  const known = spellings.get(tz.toLowerCase());
+  if (known !== undefined) return known === tz ? undefined : [known, ...(MEANT.has(known) ? [MEANT.get(known)!] : [])];
+  if (!tz.split('/').some((part) => /^[a-z]/.test(part))) return undefined;
+  return [new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone];
+}
+
+/** What the usual meant-instead zones are, for the hint of a mis-cased spelling. */
+const MEANT_TEXT: Record<string, string> = {
+  EST: ' (UTC-5 all year, no daylight saving)',
+  MST: ' (UTC-7 all year, no daylight saving)',
+  HST: ' (UTC-10 all year, no daylight saving)',
+  'America/New_York': ' (US Eastern time, with daylight saving)',
+  'America/Denver': ' (US Mountain time, with daylight saving)',
+  'Pacific/Honolulu': ' (Hawaii)',
+};
+
+/**
+ * The refusal of a zone spelled with other letter case ({@link zoneSpelling}), naming the spellings meant; undefined
+ * when `tz` is spelled as the tz database spells it (or is no zone: the caller's own check says so).
+ */
+export function misspelledZoneMessage(tz: unknown): string | undefined {
+  const meant = typeof tz === 'string' ? zoneSpelling(tz) : undefined;
+  if (!meant) return undefined;
+  return (
+    `time zone ${JSON.stringify(tz)} is not spelled as the tz database spells it (zone names are case-sensitive, as in Kubernetes CronJobs and Temporal); ` +
+    `did you mean ${meant.map((n) => `"${n}"${MEANT_TEXT[n] ?? ''}`).join(' or ')}?`
+  );
+}
+
+/**
  * Suggests known zone names close to a misspelt one (edit distance ≤ 3, or same last path component),
  * best first, at most 3. For error messages only; costs ~1 ms.
  */

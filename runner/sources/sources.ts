@@ -18,8 +18,17 @@ import type { ScheduleSource } from '../kubernetes/source.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
 import { watchSchedules } from './watch.js';
 import type { StoredSchedules } from './stored.js';
-import { ownerText, type NameOwner } from '../store/ownership.js';
+import { NAME_HOLD_MS, ownerText, type NameOwner } from '../store/ownership.js';
 import type { CompiledSchedule } from '../config/load.js';
+
+/**
+ * How often (ms) a replica re-checks the stored schedules it refused because another source owned the name: one
+ * that is free now starts within this (plus its next due time), without another upsert.
+ */
+export const REFUSED_RECHECK_MS = 3_000;
+
+/** The replica field of a refusal for this replica's own file or Schedule (StoredSchedules.refused). */
+const OWN_REPLICA = 'this replica';
 
 /** Options of {@link ScheduleSources}. */
 export interface ScheduleSourcesOptions {
@@ -96,8 +105,75 @@ export class ScheduleSources {
     return [...runs, ...stored];
   }
 
+  /** Logs the refusal of stored schedule `name` for this replica's own file or Schedule, and keeps it to re-check. */
   private refuseStored(name: string, other: CompiledSchedule): void {
-    this.options.log.error({ schedule: name, source: `${other.source.file}:${other.source.line}` }, `stored schedule "${name}" refused on this replica: the name is defined by ${other.source.file}:${other.source.line}:${other.source.col} (a name is owned by one source)`);
+    const source = `${other.source.file}:${other.source.line}`;
+    this.options.stored?.refused.set(name, { source, replica: OWN_REPLICA, lastSeenAgoMs: null });
+    this.options.log.error({ schedule: name, source }, `stored schedule "${name}" refused on this replica: the name is defined by ${other.source.file}:${other.source.line}:${other.source.col} (a name is owned by one source)`);
+  }
+
+  /**
+   * Re-checks the stored schedules refused for their name ({@link StoredSchedules.refused}), one at a time with the
+   * reloads: those whose name no source owns any more (the file dropped it, its Schedule was deleted, its replicas
+   * have been gone for NAME_HOLD_MS) start on `replica`, from their next due time, without another upsert; logged
+   * `stored schedule "<name>" runs on this replica now: …`. For a name this replica's own file still defines while
+   * the flock runs the stored one (published as the store's by a live replica: the store took the name while this
+   * replica was away for longer than the hold), warns once, naming the stored schedule. Called every
+   * {@link REFUSED_RECHECK_MS} while there are refused names (cheap: one owned-names call for those names).
+   */
+  recheckRefused(replica: Replica): Promise<void> {
+    const stored = this.options.stored;
+    if (!stored || stored.refused.size === 0) return this.reloading;
+    const p = (this.reloading = this.reloading.then(async () => {
+      const mine = new Set(this.running.map((r) => r.schedule.name));
+      const names = [...stored.refused.keys()].filter((n) => stored.applied.has(n));
+      for (const n of [...stored.refused.keys()]) if (!stored.applied.has(n)) stored.refused.delete(n);
+      await this.warnTaken(names.filter((n) => mine.has(n)));
+      const candidates = names.filter((n) => !mine.has(n));
+      if (candidates.length === 0) return;
+      const owners = await stored.ownedElsewhere(candidates);
+      const free = candidates.filter((n) => !owners.has(n));
+      for (const [n, o] of owners) stored.refused.set(n, o);
+      if (free.length === 0) return;
+      const was = new Map(free.map((n) => [n, stored.refused.get(n)!]));
+      for (const n of free) stored.refused.delete(n);
+      await replica.applyChanges(free.map((n) => stored.applied.get(n)!.schedule), []);
+      for (const n of free) {
+        this.storedRunning.add(n);
+        const o = was.get(n)!;
+        this.options.log.info(
+          { schedule: n, version: stored.applied.get(n)!.version, formerOwner: o.source },
+          `stored schedule "${n}" runs on this replica now: its name is free (${o.source} no longer defines it, or its replicas are gone); from its next due time`,
+        );
+      }
+    }));
+    this.reloading = p.catch((err: Error) => this.options.log.error({ err: err.message }, 're-checking the refused stored schedules failed'));
+    return this.reloading;
+  }
+
+  /** Names of this replica's files whose warning "the store took the name" was logged (once per name). */
+  private warnedTaken = new Set<string>();
+
+  /**
+   * For names this replica's own files run and the store holds too: when a live replica publishes the stored one
+   * (`source: store`), the store took the name while this replica was away for longer than NAME_HOLD_MS (by the
+   * rule "the definition loaded last wins", the flock runs the stored one, and this replica's file version does
+   * not run): warn once, naming the stored schedule and how to settle it.
+   */
+  private async warnTaken(names: readonly string[]): Promise<void> {
+    const stored = this.options.stored;
+    const check = names.filter((n) => !this.warnedTaken.has(n));
+    if (!stored || check.length === 0) return;
+    const taken = await stored.publishedByStore(check);
+    for (const [n, publisher] of taken) {
+      this.warnedTaken.add(n);
+      const s = stored.applied.get(n)!;
+      const file = this.running.find((r) => r.schedule.name === n)?.schedule.source;
+      this.options.log.warn(
+        { schedule: n, storedVersion: s.version, publishedBy: publisher, file: file ? `${file.file}:${file.line}` : undefined },
+        `schedule "${n}" of ${file ? `${file.file}:${file.line}` : 'this replica\'s file'} no longer runs: its name was taken by the schedule store (stored schedule "${n}", version ${s.version}) while this replica was away for longer than ${NAME_HOLD_MS / 60_000} min, and the flock runs the stored one (published by replica ${publisher}); to give the name back to the file, remove the stored one (cronflock delete ${n}, or flock.schedules.remove); else rename it in the file`,
+      );
+    }
   }
 
   /**
@@ -121,6 +197,9 @@ export class ScheduleSources {
         }
         up = up.filter((s) => !elsewhere.has(s.name));
       }
+      for (const n of removed) this.options.stored?.refused.delete(n);
+      for (const s of up) this.options.stored?.refused.delete(s.name);
+      for (const [name, o] of elsewhere) this.options.stored?.refused.set(name, o);
       const rm = removed.filter((n) => this.storedRunning.has(n));
       await replica.applyChanges(up, rm);
       for (const n of rm) this.storedRunning.delete(n);
@@ -178,11 +257,18 @@ export class ScheduleSources {
     if (watchFiles && this.options.path !== undefined) this.stopFileWatch = watchSchedules(this.options.path, () => void this.reload(replica, 'file changed'));
     process.on('SIGHUP', () => void this.reload(replica, 'SIGHUP'));
     this.options.stored?.follow((up, rm) => this.applyStored(replica, up, rm));
+    if (this.options.stored) {
+      this.recheckTimer = setInterval(() => void this.recheckRefused(replica), REFUSED_RECHECK_MS);
+      this.recheckTimer.unref();
+    }
   }
+
+  private recheckTimer: NodeJS.Timeout | undefined;
 
   /** Stops watching the schedule files and following the stored schedules (the cluster's watch stops with its source; SIGHUP still reloads). */
   async unwatch(): Promise<void> {
     this.stopFileWatch();
+    clearInterval(this.recheckTimer);
     void this.options.stored?.stop(); // its connection is closed by its owner, which ends a blocked read
   }
 }

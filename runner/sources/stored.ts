@@ -11,7 +11,10 @@
  * - A trimmed stream (the reader fell further behind than the stream keeps) falls back to a full read, applied
  *   as the difference from what runs.
  * - A stored name that a schedule file or Schedule owns (runner/store/ownership.ts) is refused here by name and
- *   logged: the older owner keeps it (the store refuses such names; this covers a clash that got in anyway).
+ *   logged: the older owner keeps it (the store refuses such names; this covers a clash that got in anyway). It
+ *   stays compiled in {@link StoredSchedules.applied} and is listed in {@link StoredSchedules.refused}, so that
+ *   it starts, from its next due time and without another upsert, once the name is free (sources.ts re-checks
+ *   the refused names every {@link REFUSED_RECHECK_MS}).
  * - A stored definition this replica cannot compile (e.g. a job kind it does not know yet: an older replica in a
  *   rollout) is logged and left out; the replicas that know it run it.
  */
@@ -42,8 +45,17 @@ const BATCH = 1_000;
 
 /** The stored schedules of one replica; see the module docs. */
 export class StoredSchedules {
-  /** What is applied now, by name. */
+  /**
+   * What is compiled now, by name: what runs, and the refused ones ({@link refused}), kept so that they can start
+   * once their name is free.
+   */
   readonly applied = new Map<string, AppliedStored>();
+  /**
+   * Stored schedules this replica does not run because another source owns the name (a schedule file or Schedule
+   * of this replica or of another one that is live or seen within NAME_HOLD_MS), with that owner. Maintained by
+   * {@link load} and by the replica's sources (runner/sources/sources.ts), which re-check them.
+   */
+  readonly refused = new Map<string, NameOwner>();
   private lastId = '0-0';
   private stopped = false;
   private loop: Promise<void> | undefined;
@@ -75,7 +87,9 @@ export class StoredSchedules {
       this.log.error({ schedule: name, owner: o.source, ownerReplica: o.replica }, `stored schedule "${name}" refused on this replica: the name is owned by ${ownerText(o)}, which had it first (remove the stored one, or the name from the file, to settle it)`);
     }
     this.applied.clear();
-    for (const c of await this.compileAll(all.filter((x) => !owned.has(x.name)))) this.applied.set(c.schedule.name, c);
+    this.refused.clear();
+    for (const [name, o] of owned) this.refused.set(name, o);
+    for (const c of await this.compileAll(all)) this.applied.set(c.schedule.name, c);
     return this.schedules();
   }
 
@@ -87,9 +101,25 @@ export class StoredSchedules {
     return names.length === 0 ? Promise.resolve(new Map()) : ownedElsewhere(this.store.redis, this.store.keys, names);
   }
 
-  /** The stored schedules applied now. */
+  /**
+   * Which of `names` the flock runs as stored schedules: published (`{ns}:defs`) with source `store`, with the
+   * replica that published it. Throws Redis errors.
+   */
+  async publishedByStore(names: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (names.length === 0) return out;
+    const raw = await this.store.redis.hmget(this.store.keys.definitions, ...names);
+    for (const [i, r] of raw.entries()) {
+      if (!r) continue;
+      const p = JSON.parse(r) as { source?: string; replica?: string };
+      if (p.source?.startsWith('store') === true) out.set(names[i]!, p.replica ?? '?');
+    }
+    return out;
+  }
+
+  /** The stored schedules to run now: those applied, less the {@link refused} ones. */
   schedules(): CompiledSchedule[] {
-    return [...this.applied.values()].map((a) => a.schedule);
+    return [...this.applied.values()].filter((a) => !this.refused.has(a.schedule.name)).map((a) => a.schedule);
   }
 
   /**
@@ -176,7 +206,10 @@ export class StoredSchedules {
     const gone = [...removed, ...failed];
     if (compiled.length === 0 && gone.length === 0) return;
     await apply(compiled.map((c) => c.schedule), gone);
-    for (const name of gone) this.applied.delete(name);
+    for (const name of gone) {
+      this.applied.delete(name);
+      this.refused.delete(name);
+    }
     for (const c of compiled) this.applied.set(c.schedule.name, c);
   }
 

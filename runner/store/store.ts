@@ -145,14 +145,22 @@ export class VersionConflictError extends Error {
   ) {
     super(
       expected === 0
-        ? `schedule "${schedule}" already exists (version ${actual}); pass ifVersion: ${actual} to change it`
+        ? `schedule "${schedule}" already exists (version ${actual}) and it was to be created only (ifVersion: 0); pass ifVersion: ${actual} to change it`
         : expected === IF_EXISTS
-          ? `schedule "${schedule}" does not exist, and it was to be changed only if it exists; create it without that condition`
+          ? `schedule "${schedule}" does not exist, and it was to be changed only if it exists (ifVersion: 'exists'); create it without that condition, or with ifVersion: 0`
           : actual === 0
           ? `schedule "${schedule}" does not exist (expected version ${expected})`
           : `schedule "${schedule}" is at version ${actual}, not ${expected}: someone changed it since you read it; read it again and retry`,
     );
     this.name = 'VersionConflictError';
+  }
+
+  /**
+   * Which condition failed: `absent` (ifVersion 0, create only: it exists), `exists` ({@link IF_EXISTS}, the
+   * library's `ifVersion: 'exists'`: it does not exist), `version` (it is at another version, or gone).
+   */
+  get condition(): 'absent' | 'exists' | 'version' {
+    return this.expected === 0 ? 'absent' : this.expected === IF_EXISTS ? 'exists' : 'version';
   }
 }
 

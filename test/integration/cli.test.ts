@@ -157,6 +157,7 @@ describe('the cronflock command', () => {
   - { name: good, cron: "* * * * * *", job: { kind: module, path: ${noop}, isolation: none } }
   - { name: bad, cron: "* * * * * *", job: { kind: http, url: "http://127.0.0.1:9/nothing" } }
   - { name: quiet, cron: "0 0 1 1 *", timeZone: Europe/Berlin, job: { kind: http, url: ${flock.receiver.url}/quiet } }
+  - { name: held, cron: "0 0 1 1 *", suspend: true, job: { kind: http, url: ${flock.receiver.url}/held } }
 `,
       'status.yaml',
     );
@@ -183,7 +184,9 @@ describe('the cronflock command', () => {
       expect(text.stdout).toMatch(/^replicas: 2 live$/m);
       expect(text.stdout).toMatch(/^ {2}st-1 +\d/m);
       expect(text.stdout).toMatch(/^ {2}st-2 +\d/m);
-      expect(text.stdout).toMatch(/^schedules: 3 published, 1 suspended$/m);
+      // both kinds of suspension, each named: quiet at run time, held by its definition's suspend: true
+      expect(text.stdout).toMatch(/^schedules: 4 published, suspended: 1 at run time \(cronflock suspend\), 1 by their definition \(suspend: true\)$/m);
+      expect(text.stdout).toMatch(/^ {2}held +0 0 1 1 \* +UTC +.* +yes, \S+ ago by its definition in \S+status\.yaml:\d+: suspend: true/m);
       expect(text.stdout).toMatch(/^ {2}SCHEDULE +CRON +ZONE +NEXT FIRE \(UTC\) +LAST RESULT +LAST SUCCESS +OVERDUE +SUSPENDED$/m);
       expect(text.stdout).toMatch(/^ {2}good +\* \* \* \* \* \* +UTC +\S+Z +succeeded \(\S+ ago\) +\S+ ago +0 +no$/m);
       expect(text.stdout).toMatch(/^ {2}bad +.* +failed: job failed: request failed.* ago\) +- +0 +no$/m);
@@ -196,7 +199,7 @@ describe('the cronflock command', () => {
         backlog: { pending: number; overdue: number; queue: { waiting: number; delayed: number; active: number } };
       };
       expect(json.replicas.map((x) => x.name).sort()).toEqual(['st-1', 'st-2']);
-      expect(json.schedules).toMatchObject({ total: 3, suspended: 1 });
+      expect(json.schedules).toMatchObject({ total: 4, suspended: 1, suspendedByDefinition: 1 });
       const byName = new Map(json.schedules.shown.map((x) => [x.name, x]));
       expect(byName.get('quiet')?.suspended?.note).toBe('maintenance window');
       expect(byName.get('good')?.last?.state).toBe('succeeded');
@@ -207,7 +210,11 @@ describe('the cronflock command', () => {
       const one = run(['status', '--limit', '1', ...redis]);
       expect(one.stdout).toMatch(/^ {2}quiet /m);
       expect(one.stdout).not.toMatch(/^ {2}good /m);
-      expect(one.stdout).toContain('(1 of 3 shown: suspended and overdue first; --limit <n> or --schedule <name> for others)');
+      expect(one.stdout).toContain('(1 of 4 shown: suspended and overdue first; --limit <n> or --schedule <name> for others)');
+      // the ones its definition suspends come next, before the others
+      const two = run(['status', '--limit', '2', ...redis]);
+      expect(two.stdout).toMatch(/^ {2}held /m);
+      expect(two.stdout).toMatch(/^ {2}quiet /m);
       const unknown = run(['status', '--schedule', 'nope', ...redis]);
       expect(unknown.stdout).toContain('nope: no replica publishes a schedule of this name');
 
@@ -249,7 +256,7 @@ describe('the cronflock command', () => {
     const tookMs = Date.now() - t0;
     const after = await commandCalls(flock);
     expect(out.status, out.stderr).toBe(0);
-    expect(out.stdout).toMatch(/^schedules: 100000 published, 1 suspended$/m);
+    expect(out.stdout).toMatch(/^schedules: 100000 published, suspended: 1 at run time \(cronflock suspend\), 0 by their definition \(suspend: true\)$/m);
     expect(out.stdout).toMatch(/^ {2}s-77777 .* yes, .*: why not$/m);
     expect(out.stdout).toContain('(50 of 100000 shown');
     expect(tookMs).toBeLessThan(15_000); // a process start and a few round trips; generous for a loaded machine

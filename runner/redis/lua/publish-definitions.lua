@@ -26,6 +26,7 @@
   KEYS[3] change log (ZSET name → version)
   KEYS[4] change log's state (HASH: floor, logged, epoch)
   KEYS[5] members (ZSET replica → membership expiry, Redis ms: heartbeat.lua)
+  KEYS[6] names whose published definition says `suspend: true` (SET; counted by `cronflock status`)
   ARGV[1] replica
   ARGV[2] how many names the change log keeps
   ARGV[3..] pairs of name and JSON (loadedAtMs: when the caller loaded it, Redis ms; absent: now), then '|'
@@ -79,6 +80,7 @@ while ARGV[i] ~= '|' do
     if not (cur and cur.replica ~= ARGV[1] and tonumber(cur.loadedAtMs or 0) > at and live(cur.replica)) then
       mine.loadedAtMs = at
       redis.call('HSET', KEYS[1], name, cjson.encode(mine))
+      if mine.suspend == true then redis.call('SADD', KEYS[6], name) else redis.call('SREM', KEYS[6], name) end
       changed(name)
     end
   end
@@ -88,6 +90,7 @@ for j = i + 1, #ARGV do
   local raw = redis.call('HGET', KEYS[1], ARGV[j])
   if raw and cjson.decode(raw).replica == ARGV[1] then
     redis.call('HDEL', KEYS[1], ARGV[j])
+    redis.call('SREM', KEYS[6], ARGV[j])
     changed(ARGV[j])
   end
 end
