@@ -13,6 +13,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { redactDefinition } from '../../jobs/summary.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisProblem } from '../redis/explain.js';
@@ -250,7 +251,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
     await d.index.ready();
     const published = d.index.get(name);
     const kept = published === undefined || published.def.source?.startsWith('store') ? await stored.get(name) : undefined;
-    const storedPart = kept ? { version: kept.version, definition: kept.definition, updatedAtMs: kept.updatedAtMs, by: kept.by } : null;
+    // Its definition as answers show everything: without secrets (jobs/summary.ts, the rules of the `job` field).
+    const storedPart = kept ? { version: kept.version, definition: redactDefinition(kept.definition), updatedAtMs: kept.updatedAtMs, by: kept.by } : null;
     if (kept) c.header('ETag', `"${kept.version}"`);
     if (!published) {
       if (!kept) throw new ApiError(404, 'NOT_FOUND', `no published or stored schedule named "${name}"`);
