@@ -252,7 +252,9 @@ export function createApp(d: ApiDeps): Hono<Env> {
     const published = d.index.get(name);
     const kept = published === undefined || published.def.source?.startsWith('store') ? await stored.get(name) : undefined;
     // Its definition as answers show everything: without secrets (jobs/summary.ts, the rules of the `job` field).
-    const storedPart = kept ? { version: kept.version, definition: redactDefinition(kept.definition), updatedAtMs: kept.updatedAtMs, by: kept.by } : null;
+    // Live replicas that refused this version (it does not compile there), with their reason (runner/sources/stored.ts).
+    const refusals = kept ? await stored.refusals(name, kept.version, d.index.nowMs()) : [];
+    const storedPart = kept ? { version: kept.version, definition: redactDefinition(kept.definition), updatedAtMs: kept.updatedAtMs, by: kept.by, refusals } : null;
     if (kept) c.header('ETag', `"${kept.version}"`);
     if (!published) {
       if (!kept) throw new ApiError(404, 'NOT_FOUND', `no published or stored schedule named "${name}"`);
@@ -261,7 +263,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
         name,
         source: 'store',
         published: false,
-        status: 'stored, not yet applied: no live replica has published it yet (replicas pick a stored schedule up within seconds; with none running, start one: cronflock start)',
+        status:
+          refusals.length > 0
+            ? `stored, refused by ${refusals.length} live replica(s): ${refusals.map((x) => `${x.replica}: ${x.reason}`).join(' · ')}`
+            : 'stored, not yet applied: no live replica has published it yet (replicas pick a stored schedule up within seconds; with none running, start one: cronflock start)',
         tenant: kept.tenant ?? null,
         stored: storedPart,
       });
