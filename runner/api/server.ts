@@ -190,6 +190,15 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     const redis = d.redisProblem?.(err);
     if (redis) {
+      // A change whose command went out and got no answer (timed out) cannot be taken back: a paused or slow Redis
+      // runs what it received when it wakes. Saying "unavailable" would read as "not done": say it may be done.
+      if (c.req.path.startsWith('/api/') && c.req.method !== 'GET' && c.req.method !== 'HEAD' && /^Command timed out/.test((err as Error)?.message ?? '')) {
+        const message =
+          `Redis did not answer this change in time (${redis.message}): it may have been applied, or may still be when Redis answers ` +
+          '(a paused Redis runs what it received when it wakes). Read it back before retrying (GET the schedule: its ETag, or the audit log), ' +
+          'and retry with a precondition (If-Match: "<version>", or If-None-Match: * to create) so a retry cannot apply it twice';
+        return c.json({ error: { code: 'REDIS_OUTCOME_UNKNOWN', message } }, 503);
+      }
       const message = `Redis is not answering: ${redis.message}${redis.hint ? ` (${redis.hint})` : ''}; try again`;
       // A page says it as a page (htmx leaves a live table as it is on an error answer).
       if (!c.req.path.startsWith('/api/')) return c.html(errorPage('Redis is not answering', message), 503);
