@@ -1,6 +1,6 @@
 /**
  * `cronflock audit --schedule X` (the real CLI from dist/: `npm run build` first) on a real redis-server whose audit
- * log has X's entries behind many newer entries of other schedules: it follows the log page by page until it has
+ * log has X's entries behind 2,500 newer entries of other schedules (more than one page of 1,000): it follows the log page by page until it has
  * `--limit` entries of X (it printed an empty table when X's entries were older than the newest `--limit` entries),
  * and, bounded by `--scan`, says on stderr when it stopped before the log's end.
  */
@@ -25,7 +25,7 @@ beforeAll(async () => {
   redis = new Redis(srv.url);
   const keys = new Keyspace();
   for (let i = 0; i < 3; i++) await recordAudit(redis, keys, { who: 'alice', via: 'cli', action: 'suspend', schedule: 'old-one', reason: `r${i}`, outcome: 'suspended' });
-  for (let i = 0; i < 120; i++) await recordAudit(redis, keys, { who: 'bob', via: 'cli', action: 'trigger', schedule: `busy-${i % 7}`, outcome: 'triggered' });
+  for (let i = 0; i < 2_500; i++) await recordAudit(redis, keys, { who: 'bob', via: 'cli', action: 'trigger', schedule: `busy-${i % 7}`, outcome: 'triggered' });
 }, 60_000);
 afterAll(async () => {
   redis?.disconnect();
