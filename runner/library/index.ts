@@ -31,6 +31,9 @@ import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { compileOptions, DEFAULT_OPTIONS, type RunnerOptions } from '../engine/options.js';
 import { Replica } from '../engine/replica.js';
 import { createLogger } from '../log.js';
+import { LogCapture } from '../history/log-capture.js';
+import { startReplicaExtras } from '../api/replica-extras.js';
+import { packageVersion } from '../cli/package-info.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { RedisClock } from '../redis/clock.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -373,7 +376,10 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   if (text('startReplica options.schedulesDir', schedulesDir) !== undefined) await checkSchedulePath(schedulesDir!);
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });
-  const log = logger ?? createLogger({ replica: options.replica });
+  // Run log lines kept with the history (runner/history/log-capture.ts), as `cronflock start` keeps them: they are
+  // taken from the default logger's lines; a logger of your own writes where you say, and its lines are not kept.
+  const capture = new LogCapture();
+  const log = logger ?? createLogger({ replica: options.replica }, capture);
   const opened = await openStoredSchedules({ redisUrl: redis, namespace: options.namespace, replica: options.replica, log }).catch((err: unknown) => {
     unregister();
     throw err;
@@ -392,6 +398,12 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   }
   sources.applied(first);
   sources.watch(replica, schedulesDir !== undefined);
+  // The same extras as `cronflock start` (runner/api/replica-extras.ts), without a dashboard: run log lines and the
+  // replica's self-description for the flock page; the flock's --history is read, not set.
+  const stopExtras = await startReplicaExtras(replica, { redisUrl: redis, capture, version: packageVersion(), log }).catch((err: unknown) => {
+    log.warn({ err: (err as Error).message }, 'run log lines are not kept by this replica: its history connection failed');
+    return async () => undefined;
+  });
   let stopping: Promise<void> | undefined;
   return {
     name: options.replica,
@@ -401,6 +413,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
         await sources.unwatch();
         await opened.close();
         await replica.stop(graceMs);
+        await stopExtras();
         unregister();
       })();
       return stopping;
