@@ -108,7 +108,7 @@ export interface FlockSchedules {
   trigger(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /** The next `n` occurrences of a stored schedule after now (Redis clock), as `cronflock next` shows them. @throws ControlError when not stored */
   next(name: string, n?: number): Promise<NextRow[]>;
-  /** Its run records with due times in [from, to] (UTC ms, inclusive; default all kept), newest first, at most `limit` (default 100). */
+  /** Its run records with due times in [from, to] (UTC ms, inclusive; default all kept), newest first, at most `limit` (default 100). @throws LibraryArgumentError when `from` is after `to` */
   runs(name: string, o?: { from?: number; to?: number; limit?: number }): Promise<RunRecord[]>;
 }
 
@@ -264,6 +264,9 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
       const from = timeMs('runs options.from', v.from);
       const to = timeMs('runs options.to', v.to);
+      if (from !== undefined && to !== undefined && from > to) {
+        throw new LibraryArgumentError('runs options.from', `${new Date(from).toISOString()} is after runs options.to (${new Date(to).toISOString()}); from must not be after to (both UTC ms)`);
+      }
       const limit = wholeNumber('runs options.limit', v.limit, 1, 100_000) ?? 100;
       return listRuns(redis, keys, { schedule: name, limit, ...(from !== undefined ? { fromMs: from } : {}), ...(to !== undefined ? { toMs: to } : {}) });
     },

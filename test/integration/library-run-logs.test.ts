@@ -1,11 +1,13 @@
 /**
  * A replica started with the library's `startReplica` (in this process, on a real redis-server) keeps its runs'
  * log lines as `cronflock start` replicas do: a handler's `log.info` line is in `GET /api/v1/occurrences/{key}`'s
- * `logs` (it was `[]`: the log capture was wired only in the CLI's start command).
+ * `logs` (it was `[]`: the log capture was wired only in the CLI's start command); and its `schedules.runs`
+ * refuses a range whose from is after its to.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard, type Dashboard } from '../../runner/api/dashboard.js';
+import { LibraryArgumentError } from '../../runner/library/arguments.js';
 import { connectFlock, startReplica, type Flock as LibFlock, type ReplicaHandle } from '../../runner/library/index.js';
 import { RedisServerProcess } from '../../runner/redis/server-process.js';
 import { until } from '../support/flock.js';
@@ -64,4 +66,15 @@ describe('startReplica', () => {
     await until(async () => (logs = (await get(`/api/v1/occurrences/${encodeURIComponent(key)}`)).logs ?? []).length > 0, 15_000, 'log lines kept');
     expect(JSON.stringify(logs)).toContain('talking from the handler');
   }, 90_000);
+
+  it('schedules.runs refuses a from after to (LibraryArgumentError naming from and to), instead of answering []', async () => {
+    const to = Date.parse('2026-12-01T00:00:00Z');
+    const err = await lib.schedules.runs('talker', { from: to + 1, to }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(LibraryArgumentError);
+    expect((err as Error).message).toMatch(/^runs options\.from: .* is after runs options\.to/);
+    expect(await lib.schedules.runs('talker', { from: to, to })).toEqual([]); // equal is a range of one instant
+  });
 });
