@@ -23,6 +23,34 @@ export function redactUrl(raw: string): string {
   }
 }
 
+/** Keys whose text value is a credential itself (inline secrets; `…Env` and `…File` name where one is, so they stay). */
+const SECRET_KEY = /(secret|token|password|passphrase|credentials?|apikey|authorization|routingkey|webhookurl)$/i;
+
+/**
+ * A schedule definition (or any part of one) as answers show it, with every secret left out by the rules of
+ * {@link jobSummary}: a `url` loses its user info and query values ({@link redactUrl}), `headers` keep their
+ * names with each value `***`, and a text value under a key that names a credential inline (`secret`, `token`,
+ * `password`, a Slack `webhookUrl` …, but not `secretEnv`/`secretFile`, which say where one is) is `***`.
+ * Everything else is kept as it is, so the answer still shows the schedule. Pure: returns a copy.
+ */
+export function redactDefinition<T>(value: T): T {
+  return redactValue(value, '') as T;
+}
+
+function redactValue(value: unknown, key: string): unknown {
+  if (typeof value === 'string') {
+    if (key === 'url' || key.endsWith('Url')) return SECRET_KEY.test(key) ? '***' : redactUrl(value);
+    return SECRET_KEY.test(key) ? '***' : value;
+  }
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, ''));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = k === 'headers' && v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).map((h) => [h, '***'])) : redactValue(v, k);
+  }
+  return out;
+}
+
 type Block = { kind: string } & Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 

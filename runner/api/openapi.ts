@@ -14,7 +14,7 @@ const errors = {
   401: json('Error', 'no token, or an unknown one, where one is needed'),
   403: json('Error', 'not allowed: a viewer token, actions off (no --api-token-file), or a cross-origin request'),
   404: json('Error', '`NOT_FOUND`: no such schedule or occurrence, or no such route (any path or method not listed here)'),
-  503: json('Error', '`REDIS_UNAVAILABLE`: Redis is not answering (down, unreachable, or accepting connections but not answering within the Redis timeout); try again'),
+  503: json('Error', '`REDIS_UNAVAILABLE`: Redis is not answering (down, unreachable, or accepting connections but not answering within the Redis timeout); try again (nothing was changed); `REDIS_OUTCOME_UNKNOWN` (PUT, DELETE, actions): the change was sent but Redis did not answer in time, so it may have been applied (or be applied when Redis answers): read it back, retry with If-Match / If-None-Match: *'),
 };
 const writeErrors = {
   ...errors,

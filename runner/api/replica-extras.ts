@@ -5,7 +5,7 @@
  * lines written while the replica stops still reach Redis after the engine's connections close.
  */
 import type { Replica } from '../engine/replica.js';
-import { publishHistoryMs } from '../history/config.js';
+import { DEFAULT_HISTORY_MS, publishHistoryMs, readHistoryMs } from '../history/config.js';
 import type { LogCapture } from '../history/log-capture.js';
 import type { Logger } from '../log.js';
 import { connectCommands, type RedisTlsFiles } from '../redis/connect.js';
@@ -25,7 +25,8 @@ export async function startReplicaExtras(
   o: {
     redisUrl: string;
     redisTls?: RedisTlsFiles;
-    historyMs: number;
+    /** `--history`, published for the flock's scripts; undefined (the library's replicas): the flock's is kept and read. */
+    historyMs?: number;
     capture: LogCapture;
     version: string;
     log: Logger;
@@ -36,11 +37,17 @@ export async function startReplicaExtras(
   const redis = connectCommands(o.redisUrl, `cronflock:${name}:history`, o.redisTls);
   redis.on('error', () => undefined); // the engine's connections report Redis problems
   await whenReady(redis, 5_000);
-  await publishHistoryMs(redis, replica.keys, o.historyMs).catch((err: Error) => {
-    const f = redisFailure(err);
-    o.log.warn(f.fields, `could not publish --history (${f.text}); the scripts keep 30 d`);
-  });
-  o.capture.attach(redis, replica.keys, o.historyMs);
+  let historyMs = o.historyMs ?? DEFAULT_HISTORY_MS;
+  if (o.historyMs !== undefined) {
+    await publishHistoryMs(redis, replica.keys, o.historyMs).catch((err: Error) => {
+      const f = redisFailure(err);
+      o.log.warn(f.fields, `could not publish --history (${f.text}); the scripts keep 30 d`);
+    });
+  } else {
+    historyMs = await readHistoryMs(redis, replica.keys).catch(() => DEFAULT_HISTORY_MS);
+  }
+  // The run log lines, for both kinds of replica (cronflock start and the library's startReplica).
+  o.capture.attach(redis, replica.keys, historyMs);
   const stopInfo = startReplicaInfo(redis, replica.keys, {
     name,
     version: o.version,

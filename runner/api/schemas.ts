@@ -103,9 +103,12 @@ export const upcomingSchema = z.object({ dueMs: ms, fireMs: ms, windowEndMs: ms 
 /** A stored schedule's stored part, as GET /schedules/{name} shows it. */
 const storedPartSchema = z.object({
   version: z.number().describe('its version (the ETag of GET and PUT)'),
-  definition: z.record(z.string(), z.unknown()).describe('the definition as stored (one entry of a schedule file)'),
+  definition: z.record(z.string(), z.unknown()).describe('the definition as stored (one entry of a schedule file), secrets left out as in `job`: a url without user info and with query values ***, header values ***, inline credentials (secret, token, password, a Slack webhookUrl …) ***'),
   updatedAtMs: ms,
   by: z.string(),
+  refusals: z
+    .array(z.object({ replica: z.string(), version: z.number(), reason: z.string(), atMs: ms }))
+    .describe('live replicas that refused this version (it does not compile there, e.g. a module file they cannot find), with their reason'),
 });
 
 export const scheduleDetailSchema = scheduleSummarySchema

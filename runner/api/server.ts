@@ -13,6 +13,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { redactDefinition } from '../../jobs/summary.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisProblem } from '../redis/explain.js';
@@ -189,6 +190,15 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (err instanceof CursorError) return c.json({ error: { code: err.code, message: err.message } }, 400);
     const redis = d.redisProblem?.(err);
     if (redis) {
+      // A change whose command went out and got no answer (timed out) cannot be taken back: a paused or slow Redis
+      // runs what it received when it wakes. Saying "unavailable" would read as "not done": say it may be done.
+      if (c.req.path.startsWith('/api/') && c.req.method !== 'GET' && c.req.method !== 'HEAD' && /^Command timed out/.test((err as Error)?.message ?? '')) {
+        const message =
+          `Redis did not answer this change in time (${redis.message}): it may have been applied, or may still be when Redis answers ` +
+          '(a paused Redis runs what it received when it wakes). Read it back before retrying (GET the schedule: its ETag, or the audit log), ' +
+          'and retry with a precondition (If-Match: "<version>", or If-None-Match: * to create) so a retry cannot apply it twice';
+        return c.json({ error: { code: 'REDIS_OUTCOME_UNKNOWN', message } }, 503);
+      }
       const message = `Redis is not answering: ${redis.message}${redis.hint ? ` (${redis.hint})` : ''}; try again`;
       // A page says it as a page (htmx leaves a live table as it is on an error answer).
       if (!c.req.path.startsWith('/api/')) return c.html(errorPage('Redis is not answering', message), 503);
@@ -250,7 +260,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
     await d.index.ready();
     const published = d.index.get(name);
     const kept = published === undefined || published.def.source?.startsWith('store') ? await stored.get(name) : undefined;
-    const storedPart = kept ? { version: kept.version, definition: kept.definition, updatedAtMs: kept.updatedAtMs, by: kept.by } : null;
+    // Its definition as answers show everything: without secrets (jobs/summary.ts, the rules of the `job` field).
+    // Live replicas that refused this version (it does not compile there), with their reason (runner/sources/stored.ts).
+    const refusals = kept ? await stored.refusals(name, kept.version, d.index.nowMs()) : [];
+    const storedPart = kept ? { version: kept.version, definition: redactDefinition(kept.definition), updatedAtMs: kept.updatedAtMs, by: kept.by, refusals } : null;
     if (kept) c.header('ETag', `"${kept.version}"`);
     if (!published) {
       if (!kept) throw new ApiError(404, 'NOT_FOUND', `no published or stored schedule named "${name}"`);
@@ -259,7 +272,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
         name,
         source: 'store',
         published: false,
-        status: 'stored, not yet applied: no live replica has published it yet (replicas pick a stored schedule up within seconds; with none running, start one: cronflock start)',
+        status:
+          refusals.length > 0
+            ? `stored, refused by ${refusals.length} live replica(s): ${refusals.map((x) => `${x.replica}: ${x.reason}`).join(' · ')}`
+            : 'stored, not yet applied: no live replica has published it yet (replicas pick a stored schedule up within seconds; with none running, start one: cronflock start)',
         tenant: kept.tenant ?? null,
         stored: storedPart,
       });

@@ -67,14 +67,29 @@ function formatResults(runs: readonly RunRecord[]): string {
   return out;
 }
 
+/** Most names `runs --schedule` lists: the known ones when there are no more, else the closest (a flock may have thousands). */
+const MAX_NAMES_SHOWN = 10;
+/** Most close matches offered ("did you mean"). */
+const MAX_CLOSE = 5;
+
 /**
  * What `runs --schedule <name>` says for a name that has no run records and that no replica runs: the names
- * probably meant (edit distance ≤ 2, as `trigger` and the schedule files' keys use) and the known ones.
+ * probably meant (edit distance ≤ 2, as `trigger` and the schedule files' keys use; the closest {@link MAX_CLOSE})
+ * and the known ones — all of them up to {@link MAX_NAMES_SHOWN}, else their count only.
  */
 export function unknownScheduleMessage(name: string, known: readonly string[], namespace: string): string {
-  const near = known.filter((k) => editDistance(k.toLowerCase(), name.toLowerCase(), 3) <= 2);
+  const near = known
+    .map((k) => ({ k, d: editDistance(k.toLowerCase(), name.toLowerCase(), 3) }))
+    .filter((x) => x.d <= 2)
+    .sort((a, b) => a.d - b.d || (a.k < b.k ? -1 : 1))
+    .slice(0, MAX_CLOSE)
+    .map((x) => x.k);
   const hint = near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : '';
-  return `--schedule: no run records of "${name}" and no replica runs a schedule of that name in namespace "${namespace}"; ${hint}known schedules: ${known.join(', ')}`;
+  const names =
+    known.length <= MAX_NAMES_SHOWN
+      ? `known schedules: ${known.join(', ')}`
+      : `${known.length.toLocaleString('en-US')} known schedules (cronflock status lists them; cronflock list the stored ones)`;
+  return `--schedule: no run records of "${name}" and no replica runs a schedule of that name in namespace "${namespace}"; ${hint}${names}`;
 }
 
 /** Adds `runs` to the program. */

@@ -64,7 +64,7 @@ async function checkInput(path: string): Promise<Checked[]> {
   for (const f of res.files) {
     const doc = parse(await readFile(f.file, 'utf8')) as { schedules?: unknown[] } | null;
     for (const entry of doc?.schedules ?? []) {
-      const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)) });
+      const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)), writing: true });
       const name = (entry as { name?: string }).name ?? '?';
       const at = `${f.file}:${byName.get(name)?.source.line ?? 0}`;
       if (!c.ok) {

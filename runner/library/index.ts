@@ -33,6 +33,9 @@ import { closeLanes, openLanes } from '../engine/enqueue.js';
 import { compileOptions, DEFAULT_OPTIONS, type RunnerOptions } from '../engine/options.js';
 import { Replica } from '../engine/replica.js';
 import { createLogger } from '../log.js';
+import { LogCapture } from '../history/log-capture.js';
+import { startReplicaExtras } from '../api/replica-extras.js';
+import { packageVersion } from '../cli/package-info.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { RedisClock } from '../redis/clock.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -110,7 +113,7 @@ export interface FlockSchedules {
   trigger(name: string, o?: { reason?: string }): Promise<ActionOutcome>;
   /** The next `n` occurrences of a stored schedule after now (Redis clock), as `cronflock next` shows them. @throws ControlError when not stored */
   next(name: string, n?: number): Promise<NextRow[]>;
-  /** Its run records with due times in [from, to] (UTC ms, inclusive; default all kept), newest first, at most `limit` (default 100). */
+  /** Its run records with due times in [from, to] (UTC ms, inclusive; default all kept), newest first, at most `limit` (default 100). @throws LibraryArgumentError when `from` is after `to` */
   runs(name: string, o?: { from?: number; to?: number; limit?: number }): Promise<RunRecord[]>;
 }
 
@@ -272,6 +275,9 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       const v = onlyKeys('runs options', r, ['from', 'to', 'limit']);
       const from = timeMs('runs options.from', v.from);
       const to = timeMs('runs options.to', v.to);
+      if (from !== undefined && to !== undefined && from > to) {
+        throw new LibraryArgumentError('runs options.from', `${new Date(from).toISOString()} is after runs options.to (${new Date(to).toISOString()}); from must not be after to (both UTC ms)`);
+      }
       const limit = wholeNumber('runs options.limit', v.limit, 1, 100_000) ?? 100;
       return listRuns(redis, keys, { schedule: name, limit, ...(from !== undefined ? { fromMs: from } : {}), ...(to !== undefined ? { toMs: to } : {}) });
     },
@@ -410,7 +416,10 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   }
   const unregister = registerHandlers(jobs ?? {});
   const options = compileOptions({ ...rest, ...(namespace !== undefined ? { namespace } : {}) });
-  const log = logger ?? createLogger({ replica: options.replica });
+  // Run log lines kept with the history (runner/history/log-capture.ts), as `cronflock start` keeps them: they are
+  // taken from the default logger's lines; a logger of your own writes where you say, and its lines are not kept.
+  const capture = new LogCapture();
+  const log = logger ?? createLogger({ replica: options.replica }, capture);
   const opened = await openStoredSchedules({ redisUrl: redis, namespace: options.namespace, replica: options.replica, log }).catch((err: unknown) => {
     unregister();
     throw err;
@@ -438,6 +447,12 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
   }
   sources.applied(first);
   sources.watch(replica, schedulesDir !== undefined);
+  // The same extras as `cronflock start` (runner/api/replica-extras.ts), without a dashboard: run log lines and the
+  // replica's self-description for the flock page; the flock's --history is read, not set.
+  const stopExtras = await startReplicaExtras(replica, { redisUrl: redis, capture, version: packageVersion(), log }).catch((err: unknown) => {
+    log.warn({ err: (err as Error).message }, 'run log lines are not kept by this replica: its history connection failed');
+    return async () => undefined;
+  });
   let stopping: Promise<void> | undefined;
   return {
     name: options.replica,
@@ -447,6 +462,7 @@ export async function startReplica(o: StartReplicaOptions): Promise<ReplicaHandl
         await sources.unwatch();
         await opened.close();
         await replica.stop(graceMs);
+        await stopExtras();
         unregister();
       })();
       return stopping;

@@ -191,6 +191,15 @@ export class Keyspace {
   storedSchedule(name: string): string {
     return `${this.ns}:store:s:${name}`;
   }
+  /**
+   * HASH replica → JSON `{version, reason, atMs}`: why that replica refused this stored schedule (it does not
+   * compile there: a module path it cannot find …), written by the replica (runner/sources/stored.ts), dropped
+   * by it when it accepts a later version; the key expires {@link STORE_REFUSAL_KEEP_MS} after its last write.
+   * Read by the API, which shows only the refusals of the current version by live replicas.
+   */
+  storeRefusals(name: string): string {
+    return `${this.ns}:store:refused:${name}`;
+  }
   /** ZSET of the stored schedules' names, all scored 0: listed in name order by prefix and cursor (ZRANGEBYLEX). */
   get storeIndex(): string {
     return `${this.ns}:store:names`;

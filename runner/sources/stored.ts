@@ -72,8 +72,10 @@ export class StoredSchedules {
     /** The same store on a connection of its own: XREAD BLOCK holds it. */
     private readonly follower: ScheduleStore,
     private readonly log: Logger,
-    private readonly opts: { baseDir?: string } = {},
+    private readonly opts: { baseDir?: string; replica?: string } = {},
   ) {}
+  /** Names this replica refused and recorded as refused (runner/store/store.ts, recordRefusal). */
+  private readonly refusedHere = new Set<string>();
 
   /** Reads every stored schedule (the stream position first). @returns what to run. */
   async load(): Promise<CompiledSchedule[]> {
@@ -213,6 +215,11 @@ export class StoredSchedules {
     for (const c of compiled) this.applied.set(c.schedule.name, c);
   }
 
+  /** A best-effort write about refusals: never holds the apply up; a failure is logged at debug. */
+  private note(p: Promise<void>): void {
+    p.catch((err: unknown) => this.log.debug({ err: (err as Error).message }, 'could not record a stored schedule refusal'));
+  }
+
   private async compileAll(list: readonly StoredSchedule[]): Promise<AppliedStored[]> {
     const out: AppliedStored[] = [];
     // In slices: compiling 100,000 definitions takes seconds, during which the planner must still tick (its
@@ -221,8 +228,17 @@ export class StoredSchedules {
     for (const s of list) {
       await slices.pass();
       const r = await checkDefinition(s.definition, this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {});
-      if (r.ok) out.push({ schedule: r.schedule, version: s.version });
-      else this.log.error({ schedule: s.name, version: s.version, problems: r.error.problems }, `stored schedule cannot run on this replica: ${r.error.message}`);
+      if (r.ok) {
+        out.push({ schedule: r.schedule, version: s.version });
+        if (this.refusedHere.delete(s.name) && this.opts.replica) this.note(this.store.clearRefusal(s.name, this.opts.replica));
+      } else {
+        this.log.error({ schedule: s.name, version: s.version, problems: r.error.problems }, `stored schedule cannot run on this replica: ${r.error.message}`);
+        // Recorded for the API: "not yet applied" would be false while live replicas refuse it.
+        if (this.opts.replica) {
+          this.refusedHere.add(s.name);
+          this.note(this.store.recordRefusal(s.name, this.opts.replica, s.version, r.error.message));
+        }
+      }
     }
     return out;
   }
@@ -246,7 +262,7 @@ export async function openStoredSchedules(p: {
   const follow = connectWorker(p.redisUrl, `cronflock:${p.replica}:store-follow`, p.redisTls);
   for (const c of [reads, follow]) c.on('error', (err: Error) => p.log.debug({ err: err.message }, 'redis connection error (stored schedules)'));
   const opts = p.baseDir !== undefined ? { baseDir: p.baseDir } : {};
-  const stored = new StoredSchedules(new ScheduleStore(reads, keys, opts), new ScheduleStore(follow, keys, opts), p.log, opts);
+  const stored = new StoredSchedules(new ScheduleStore(reads, keys, opts), new ScheduleStore(follow, keys, opts), p.log, { ...opts, replica: p.replica });
   const close = async (): Promise<void> => {
     follow.disconnect(); // ends a blocked XREAD at once
     await stored.stop();

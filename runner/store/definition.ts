@@ -8,6 +8,7 @@
  * `group:` and `calendar:` names are refused (GROUP_UNKNOWN, CALENDAR_UNKNOWN) — a group or calendar defined by
  * one file must not be borrowed by a source that does not see that file.
  */
+import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson } from '../text/canonical-json.js';
 import { parseScheduleText, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
 import type { ConfigErrorCode } from '../config/errors.js';
@@ -125,9 +126,11 @@ export function nonJsonValues(v: unknown, path = '', inParams = false, seen = ne
 /**
  * Validates and compiles one definition the way a schedule file's entry is (see the module docs).
  * Relative module paths resolve against `baseDir` (default: the working directory).
+ * `writing`: the definition is about to be stored (library upsert, API PUT, `cronflock apply`), where a relative
+ * path is refused ({@link relativePathProblems}); replicas compile what is stored without it.
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
  */
-export async function checkDefinition(def: unknown, opts: { baseDir?: string } = {}): Promise<CheckedDefinition> {
+export async function checkDefinition(def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
   const name = typeof (def as { name?: unknown } | null)?.name === 'string' ? (def as { name: string }).name : '?';
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
@@ -142,13 +145,15 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
   if (protoKeys.length > 0) {
     return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
   }
+  const relative = opts.writing ? relativePathProblems(def, opts.baseDir ?? process.cwd()) : [];
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
   // JSON is YAML: the file loader reads it as it reads a file (so positions are of the one line; not shown).
   const r = await parseScheduleText(`{"schedules":[${json}]}`, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
-  if (r.errors.length > 0) {
-    const problems = r.errors.map((e) => ({
+  if (r.errors.length > 0 || relative.length > 0) {
+    const refusedFields = new Set(relative.map((p) => p.field));
+    const problems = r.errors.filter((e) => !refusedFields.has(e.field.replace(PREFIX, ''))).map((e) => ({
       code: e.code,
       field: e.field.replace(PREFIX, ''),
       // The file's advice ("define it at the top of this file") cannot work here: there is no file.
@@ -159,10 +164,35 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string } =
           }
         : { reason: e.reason, ...(e.hint !== undefined ? { hint: e.hint } : {}) }),
     }));
-    return { ok: false, error: new ScheduleDefinitionError(name, problems) };
+    return { ok: false, error: new ScheduleDefinitionError(name, [...relative, ...problems]) };
   }
   const s = r.schedules[0]!;
   return { ok: true, schedule: { ...s, source: STORE_SOURCE }, json };
+}
+
+/**
+ * The relative file paths of a definition about to be stored (`job.path` of a module job, `job.kubeconfig`),
+ * each refused: a stored schedule is run by every replica, which resolves a relative path in its own working
+ * directory, not where the writer was (a file's folder for `cronflock apply`, the application's for the
+ * library), so the writer's check would pass while every replica refuses it. The hint names the absolute path
+ * as the writer sees it.
+ */
+export function relativePathProblems(def: unknown, baseDir: string): DefinitionProblem[] {
+  const job = (def as { job?: unknown } | null)?.job;
+  if (job === null || typeof job !== 'object' || Array.isArray(job)) return [];
+  const out: DefinitionProblem[] = [];
+  for (const key of ['path', 'kubeconfig'] as const) {
+    const v = (job as Record<string, unknown>)[key];
+    if (key === 'path' && (job as { kind?: unknown }).kind !== 'module') continue;
+    if (typeof v !== 'string' || v === '' || isAbsolute(v)) continue;
+    out.push({
+      code: 'SCHEMA_INVALID',
+      field: `job.${key}`,
+      reason: `"${v}" is a relative path; a stored schedule runs on every replica, and each would resolve it in its own working directory, not where it was written`,
+      hint: `write the absolute path as the replicas see it (here: ${resolve(baseDir, v)})${key === 'path' ? ', or use kind: handler' : ''}`,
+    });
+  }
+  return out;
 }
 
 /** The dotted paths (`job.headers.__proto__`, `list[0].__proto__`) of every own `__proto__` key in `value`. */

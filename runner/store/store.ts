@@ -218,6 +218,19 @@ export interface StoreChange {
   op: 'upsert' | 'remove';
 }
 
+/** How long a replica's refusal of a stored schedule is kept after its last write, ms (a day). */
+export const STORE_REFUSAL_KEEP_MS = 86_400_000;
+
+/** Why a live replica does not run a stored schedule's version (see {@link ScheduleStore.refusals}). */
+export interface StoredRefusal {
+  replica: string;
+  version: number;
+  /** The replica's reason: the definition's problems as it saw them. */
+  reason: string;
+  /** When it refused (its own clock, ms since the epoch). */
+  atMs: number;
+}
+
 /** Reads and writes the stored schedules of one flock (see the module docs). */
 export class ScheduleStore {
   constructor(
@@ -234,7 +247,7 @@ export class ScheduleStore {
    * Redis errors.
    */
   async upsert(def: ScheduleDefinition, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<UpsertResult> {
-    const checked = await checkDefinition(def, this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {});
+    const checked = await checkDefinition(def, { writing: true, ...(this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {}) });
     if (!checked.ok) return { ok: false, error: checked.error };
     return this.write(checked.schedule.name, checked.json, checked.schedule.tenant ?? '', o);
   }
@@ -362,6 +375,41 @@ export class ScheduleStore {
   }
 
   /** The stored schedule `name`, or undefined. */
+  /**
+   * Records that `replica` refused version `version` of the stored schedule `name` (one HSET and PEXPIRE on
+   * {@link Keyspace.storeRefusals}); `reason` is cut at 1,000 characters.
+   */
+  async recordRefusal(name: string, replica: string, version: number, reason: string): Promise<void> {
+    const key = this.keys.storeRefusals(name);
+    await this.redis.multi().hset(key, replica, JSON.stringify({ version, reason: reason.slice(0, 1_000), atMs: Date.now() })).pexpire(key, STORE_REFUSAL_KEEP_MS).exec();
+  }
+
+  /** Drops `replica`'s refusal of `name` (it runs a version now). */
+  async clearRefusal(name: string, replica: string): Promise<void> {
+    await this.redis.hdel(this.keys.storeRefusals(name), replica);
+  }
+
+  /**
+   * The refusals of version `version` of `name` by replicas that are live at `nowMs` (Redis time: membership in
+   * {@link Keyspace.replicas}), oldest first.
+   */
+  async refusals(name: string, version: number, nowMs: number): Promise<StoredRefusal[]> {
+    const h = await this.redis.hgetall(this.keys.storeRefusals(name));
+    const out: StoredRefusal[] = [];
+    for (const [replica, json] of Object.entries(h)) {
+      try {
+        const v = JSON.parse(json) as Omit<StoredRefusal, 'replica'>;
+        if (v.version !== version) continue;
+        const expiresAt = await this.redis.zscore(this.keys.replicas, replica);
+        if (expiresAt === null || Number(expiresAt) <= nowMs) continue;
+        out.push({ replica, version, reason: String(v.reason), atMs: Number(v.atMs) });
+      } catch {
+        // not ours to judge: an entry that is not JSON is left out
+      }
+    }
+    return out.sort((a, b) => a.atMs - b.atMs);
+  }
+
   async get(name: string): Promise<StoredSchedule | undefined> {
     return parseStored(name, await this.redis.hgetall(this.keys.storedSchedule(name)));
   }

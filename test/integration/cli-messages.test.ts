@@ -38,6 +38,18 @@ describe('runs --schedule with a name no replica runs', () => {
     );
   });
 
+  it('in a flock of 2,000 schedules: at most 5 close matches and the count, not every name', async () => {
+    const many = new Keyspace('many');
+    const names = Array.from({ length: 2_000 }, (_, i) => `report-${String(i).padStart(4, '0')}`);
+    await redis.hset(many.definitions, Object.fromEntries(names.map((n) => [n, '{}'])));
+    const r = spawnSync(process.execPath, [BIN, 'runs', '--schedule', 'report-01234', '--redis', srv.url, '--namespace', 'many'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stdout).toBe(2);
+    expect(r.stderr.length, r.stderr.slice(0, 400)).toBeLessThan(400);
+    expect(r.stderr).toContain('did you mean "report-0123"'); // the closest first
+    expect((r.stderr.split("did you mean")[1]!.match(/"report-\d+"/g) ?? []).length).toBe(5);
+    expect(r.stderr).toContain('2,000 known schedules');
+  });
+
   it('a known schedule without records is not an error', () => {
     const r = cli('runs', '--schedule', 'slow');
     expect(r.status, r.stderr).toBe(0);
