@@ -80,7 +80,7 @@ export class Metrics {
   readonly clockSteps: Counter;
   private readonly stopCountingCommandErrors: () => void;
   /** The per-schedule health rows of the latest cache pass (what the per-schedule gauges show). */
-  private scheduleRows: readonly ScheduleHealthRow[] = [];
+  private scheduleRows: Iterable<ScheduleHealthRow> = [];
   /**
    * Their exposition text (UTF-8, in slices), built at the first scrape after a pass and kept until the next
    * pass: a replica nobody scrapes builds none, and one scraped every 15 s builds it once per scrape at most.
@@ -224,7 +224,7 @@ export class Metrics {
    * after every pass (every 2 s) cost a fifth of a core and ~30 MB of text, scraped or not.
    * One call at a time (the cache's loop calls it after each pass).
    */
-  async setScheduleHealth(rows: readonly ScheduleHealthRow[], totals: ScheduleHealthTotals): Promise<void> {
+  async setScheduleHealth(rows: Iterable<ScheduleHealthRow>, totals: ScheduleHealthTotals): Promise<void> {
     for (const [health, n] of Object.entries(totals)) this.schedules.set({ health }, n);
     this.scheduleRows = rows;
     if (this.scheduleTextWanted) {
@@ -243,7 +243,7 @@ export class Metrics {
   }
 
   /** Builds the text of `rows`, yielding to the event loop every {@link SERIES_PER_SLICE} series. */
-  private async buildScheduleHealthText(rows: readonly ScheduleHealthRow[]): Promise<readonly Buffer[]> {
+  private async buildScheduleHealthText(rows: Iterable<ScheduleHealthRow>): Promise<readonly Buffer[]> {
     // Kept as bytes, a slice at a time: joining 600,000 lines into one string blocked the event loop ~200 ms.
     const chunks: Buffer[] = [];
     let pending: string[] = [];

@@ -28,7 +28,7 @@ describe('schedule health with a calendar', () => {
     const lastOk = t('2026-03-04T10:00:30Z');
     const values = { lastSuccessMs: new Map([['frozen', lastOk], ['plain', lastOk]]), lastResult: new Map(), suspended: new Set<string>() };
     const { rows, totals } = await board.update([frozen, plain], values, t('2026-03-09T12:00:00Z'));
-    const row = (n: string) => rows.find((r) => r.name === n)!;
+    const row = (n: string) => [...rows].find((r) => r.name === n)!;
     expect(row('frozen')).toMatchObject({ overdueMs: 0, nextFireMs: t('2026-03-10T10:00:00Z') });
     // Owed since 2026-03-05 10:00 plus the 5-minute default grace.
     expect(row('plain').overdueMs).toBe(t('2026-03-09T12:00:00Z') - t('2026-03-05T10:05:00Z'));
@@ -67,16 +67,46 @@ describe('the health board across passes', () => {
     const board = new ScheduleHealthBoard(() => t('2026-03-01T00:00:00Z'));
     const none = { lastSuccessMs: new Map<string, number>(), lastResult: new Map(), suspended: new Set<string>() };
     const now = t('2026-03-02T09:00:00Z');
-    expect((await board.update([a, b], none, now)).rows.map((r) => r.name)).toEqual(['a', 'b']);
+    expect([...(await board.update([a, b], none, now)).rows].map((r) => r.name)).toEqual(['a', 'b']);
     expect(board.recomputed).toBe(2);
     await board.update([a], none, now + 1000);
     expect(board.recomputed).toBe(0);
     // b was forgotten: seen again, it is recomputed (a still is not).
     const again = await board.update([a, b], none, now + 2000);
     expect(board.recomputed).toBe(1);
-    expect(again.rows.map((r) => r.name)).toEqual(['a', 'b']);
+    expect([...again.rows].map((r) => r.name)).toEqual(['a', 'b']);
     // A new success of a: only a is recomputed.
     await board.update([a, b], { ...none, lastSuccessMs: new Map([['a', now]]) }, now + 3000);
     expect(board.recomputed).toBe(1);
   });
 });
+
+describe('the health board keeps schedules in slots', () => {
+  it("gives a forgotten schedule's slot to a new one without carrying over its values, and rows read as the pass left them", async () => {
+    const a = await schedule('a', '');
+    const b = await schedule('b', '');
+    const c = await schedule('c', '    suspend: true\n');
+    const board = new ScheduleHealthBoard(() => t('2026-03-01T00:00:00Z'));
+    const none = { lastSuccessMs: new Map<string, number>(), lastResult: new Map(), suspended: new Set<string>() };
+    const now = t('2026-03-02T09:00:00Z');
+    const lastOkB = t('2026-03-02T08:00:00Z');
+    const failed = { state: 'failed', consecutiveFailures: 2 } as unknown as import('../records/last-result.js').LastResult;
+    const first = await board.update([a, b], { ...none, lastSuccessMs: new Map([['b', lastOkB]]), lastResult: new Map([['b', failed]]) }, now);
+    expect([...first.rows].find((r) => r.name === 'b')).toMatchObject({ lastSuccessMs: lastOkB, lastResult: failed, suspended: false });
+    expect(first.totals).toMatchObject({ total: 2, failing: 1, suspended: 0 });
+    await board.update([a], none, now + 1000); // b forgotten: its slot is free
+    const third = await board.update([a, c], none, now + 2000); // c takes b's slot
+    const rowC = [...third.rows].find((r) => r.name === 'c')!;
+    expect(rowC.lastSuccessMs).toBeUndefined();
+    expect(rowC.lastResult).toBeUndefined();
+    expect(rowC.suspended).toBe(true);
+    expect(rowC.overdueMs).toBe(0); // suspended: never overdue (no overdue instant)
+    expect(rowC.nextFireMs).toBe(t('2026-03-02T10:00:00Z'));
+    expect(third.totals).toMatchObject({ total: 2, overdue: 1, failing: 0, suspended: 1 }); // a (no success since its start), not c
+    expect(board.recomputed).toBe(1);
+    // Each schedule's row equals the rule applied afresh (a board that saw nothing before).
+    const fresh = await new ScheduleHealthBoard(() => t('2026-03-01T00:00:00Z')).update([a, c], none, now + 2000);
+    expect([...third.rows]).toEqual([...fresh.rows]);
+  });
+});
+

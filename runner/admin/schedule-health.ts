@@ -11,7 +11,7 @@
  */
 import type { CompiledSchedule } from '../config/load.js';
 import { calendarExpects } from '../engine/windows.js';
-import { overdueGraceMs, scheduleNextAndOverdue, type NextAndOverdue } from '../records/health.js';
+import { overdueGraceMs, scheduleNextAndOverdue } from '../records/health.js';
 import type { LastResult } from '../records/last-result.js';
 import type { Lane, Lanes } from '../engine/enqueue.js';
 import type { FlockWideCache, FlockWideValues, QueueCounts } from './flock-wide-cache.js';
@@ -56,35 +56,66 @@ export interface ScheduleHealthTotals {
   suspended: number;
 }
 
-/** What is kept of a schedule between passes. */
-interface Kept {
-  schedule: CompiledSchedule;
-  lastSuccessMs: number | undefined;
-  suspended: boolean;
-  sinceMs: number;
-  health: NextAndOverdue;
-  /** Recompute at or after this Redis time even if no input changed. */
-  recomputeAtMs: number;
-  /** The latest update that saw the schedule (those not seen are forgotten). */
-  seen: number;
-}
-
 /** Schedules looked at between two yields to the event loop. */
 const PER_SLICE = 2_000;
 
-/** Keeps the health of this replica's schedules across passes. */
+/**
+ * The rows of one pass ({@link ScheduleHealthBoard.update}), built one at a time as they are read (a scrape builds
+ * the text of 100,000 schedules' series from them; a pass nobody scrapes builds none). Read from the board's
+ * arrays: a read while a later pass runs shows, for the schedules that pass has reached, its values (each row is
+ * one pass's, whole).
+ */
+export class ScheduleHealthRows implements Iterable<ScheduleHealthRow> {
+  constructor(
+    private readonly board: ScheduleHealthBoard,
+    /** The board slots of the pass's schedules, in the pass's order. */
+    private readonly slots: Uint32Array,
+    /** Redis time of the pass (ms): the overdue durations are as of then. */
+    private readonly nowMs: number,
+  ) {}
+
+  /** How many rows. */
+  get length(): number {
+    return this.slots.length;
+  }
+
+  *[Symbol.iterator](): IterableIterator<ScheduleHealthRow> {
+    for (const slot of this.slots) {
+      const row = this.board.row(slot, this.nowMs);
+      if (row) yield row;
+    }
+  }
+}
+
+/**
+ * Keeps the health of this replica's schedules across passes, in arrays indexed by a slot per schedule (no object
+ * per schedule: at 100,000 schedules the objects and boxed numbers of the earlier board held ~30 MB and a pass
+ * allocated 100,000 rows).
+ */
 export class ScheduleHealthBoard {
-  /** Kept across updates and changed in place: a pass over 100,000 schedules allocates no new map. */
-  private readonly kept = new Map<string, Kept>();
+  /** Each schedule's slot; slots of forgotten schedules are reused. */
+  private readonly slotOf = new Map<string, number>();
+  private readonly free: number[] = [];
+  private schedules: (CompiledSchedule | undefined)[] = [];
+  private lastResults: (LastResult | undefined)[] = [];
+  /** Redis ms; NaN: none (no success known, no next fire time, never overdue). */
+  private lastSuccessMs = new Float64Array(0);
+  private sinceMs = new Float64Array(0);
+  private recomputeAtMs = new Float64Array(0);
+  private nextFireMs = new Float64Array(0);
+  private overdueFromMs = new Float64Array(0);
+  private suspended = new Uint8Array(0);
+  /** The latest update that saw the slot's schedule (those not seen are forgotten). */
+  private seen = new Uint32Array(0);
   private updates = 0;
   /** Schedules whose health was recomputed in the latest update (for measurements and tests). */
   recomputed = 0;
 
   /**
-   * @param sinceMs since when the flock runs a schedule as it is now (the published definition's load time,
+   * @param sinceMsOf since when the flock runs a schedule as it is now (the published definition's load time,
    *   engine/definitions.ts); undefined when unknown (then: when this board first saw it).
    */
-  constructor(private readonly sinceMs: (name: string) => number | undefined) {}
+  constructor(private readonly sinceMsOf: (name: string) => number | undefined) {}
 
   /**
    * The health of each of `schedules` at Redis time `nowMs`, from a cache pass's `values`, with the totals.
@@ -94,48 +125,110 @@ export class ScheduleHealthBoard {
     schedules: Iterable<CompiledSchedule>,
     values: FlockWideValues,
     nowMs: number,
-  ): Promise<{ rows: ScheduleHealthRow[]; totals: ScheduleHealthTotals }> {
+  ): Promise<{ rows: ScheduleHealthRows; totals: ScheduleHealthTotals }> {
     const update = ++this.updates;
-    const rows: ScheduleHealthRow[] = [];
+    let order = new Uint32Array(Math.max(16, this.slotOf.size));
+    let count = 0;
     const totals: ScheduleHealthTotals = { total: 0, overdue: 0, failing: 0, suspended: 0 };
     let recomputed = 0;
     for (const s of schedules) {
-      const lastSuccessMs = values.lastSuccessMs.get(s.name);
-      const suspended = s.suspend || values.suspended.has(s.name);
-      const prev = this.kept.get(s.name);
-      const sinceMs = this.sinceMs(s.name) ?? (prev?.schedule === s ? prev.sinceMs : nowMs);
-      let k = prev;
+      const lastSuccess = values.lastSuccessMs.get(s.name);
+      const lastSuccessMs = lastSuccess ?? NaN;
+      const suspended = s.suspend || values.suspended.has(s.name) ? 1 : 0;
+      let slot = this.slotOf.get(s.name);
+      const known = slot !== undefined && this.schedules[slot] === s;
+      if (slot === undefined) {
+        slot = this.take();
+        this.slotOf.set(s.name, slot);
+      }
+      const sinceMs = this.sinceMsOf(s.name) ?? (known ? this.sinceMs[slot]! : nowMs);
       if (
-        k === undefined ||
-        k.schedule !== s ||
-        k.lastSuccessMs !== lastSuccessMs ||
-        k.suspended !== suspended ||
-        k.sinceMs !== sinceMs ||
-        nowMs >= k.recomputeAtMs
+        !known ||
+        !Object.is(this.lastSuccessMs[slot], lastSuccessMs) ||
+        this.suspended[slot] !== suspended ||
+        this.sinceMs[slot] !== sinceMs ||
+        nowMs >= this.recomputeAtMs[slot]!
       ) {
         const health = scheduleNextAndOverdue(
-          { name: s.name, due: s.due, jitterMs: s.jitterMs, graceMs: overdueGraceMs(s), lastSuccessMs, sinceMs, suspended, expected: calendarExpects(s) },
+          { name: s.name, due: s.due, jitterMs: s.jitterMs, graceMs: overdueGraceMs(s), lastSuccessMs: lastSuccess, sinceMs, suspended: suspended === 1, expected: calendarExpects(s) },
           nowMs,
         );
         const becomesOverdue = health.overdueFromMs !== null && health.overdueFromMs > nowMs ? health.overdueFromMs : Infinity;
-        k = { schedule: s, lastSuccessMs, suspended, sinceMs, health, recomputeAtMs: Math.min(health.nextFireMs ?? Infinity, becomesOverdue), seen: update };
-        this.kept.set(s.name, k);
+        this.schedules[slot] = s;
+        this.lastSuccessMs[slot] = lastSuccessMs;
+        this.suspended[slot] = suspended;
+        this.sinceMs[slot] = sinceMs;
+        this.nextFireMs[slot] = health.nextFireMs ?? NaN;
+        this.overdueFromMs[slot] = health.overdueFromMs ?? NaN;
+        this.recomputeAtMs[slot] = Math.min(health.nextFireMs ?? Infinity, becomesOverdue);
         recomputed++;
       }
-      k.seen = update;
-      const h = k.health;
-      const overdueMs = h.overdueFromMs !== null && h.overdueFromMs <= nowMs ? nowMs - h.overdueFromMs : 0;
+      this.seen[slot] = update;
       const lastResult = values.lastResult.get(s.name);
-      rows.push({ name: s.name, nextFireMs: h.nextFireMs, lastSuccessMs, overdueMs, lastResult, suspended, ...(s.tenant !== undefined ? { tenant: s.tenant } : {}) });
+      this.lastResults[slot] = lastResult;
+      if (count === order.length) {
+        const grown = new Uint32Array(order.length * 2);
+        grown.set(order);
+        order = grown;
+      }
+      order[count++] = slot;
+      const overdueFrom = this.overdueFromMs[slot]!;
       totals.total++;
-      if (overdueMs > 0) totals.overdue++;
+      if (overdueFrom <= nowMs && nowMs - overdueFrom > 0) totals.overdue++;
       if ((lastResult?.consecutiveFailures ?? 0) > 0) totals.failing++;
       if (suspended) totals.suspended++;
       if (totals.total % PER_SLICE === 0) await new Promise((r) => setImmediate(r));
     }
-    for (const [name, k] of this.kept) if (k.seen !== update) this.kept.delete(name);
+    for (const [name, slot] of this.slotOf) {
+      if (this.seen[slot] === update) continue;
+      this.slotOf.delete(name);
+      this.schedules[slot] = undefined;
+      this.lastResults[slot] = undefined;
+      this.free.push(slot);
+    }
     this.recomputed = recomputed;
-    return { rows, totals };
+    return { rows: new ScheduleHealthRows(this, order.subarray(0, count), nowMs), totals };
+  }
+
+  /** The row of `slot` as of Redis time `nowMs` (undefined: no schedule has the slot now). */
+  row(slot: number, nowMs: number): ScheduleHealthRow | undefined {
+    const s = this.schedules[slot];
+    if (s === undefined) return undefined;
+    const next = this.nextFireMs[slot]!;
+    const lastSuccess = this.lastSuccessMs[slot]!;
+    const overdueFrom = this.overdueFromMs[slot]!;
+    return {
+      name: s.name,
+      nextFireMs: Number.isNaN(next) ? null : next,
+      lastSuccessMs: Number.isNaN(lastSuccess) ? undefined : lastSuccess,
+      overdueMs: overdueFrom <= nowMs ? nowMs - overdueFrom : 0,
+      lastResult: this.lastResults[slot],
+      suspended: this.suspended[slot] === 1,
+      ...(s.tenant !== undefined ? { tenant: s.tenant } : {}),
+    };
+  }
+
+  /** A free slot, the arrays grown (doubled) when there is none. */
+  private take(): number {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    const slot = this.slotOf.size;
+    if (slot >= this.seen.length) {
+      const size = Math.max(64, this.seen.length * 2);
+      const grow = <A extends Float64Array | Uint8Array | Uint32Array>(a: A, make: (n: number) => A): A => {
+        const b = make(size);
+        b.set(a);
+        return b;
+      };
+      this.lastSuccessMs = grow(this.lastSuccessMs, (n) => new Float64Array(n));
+      this.sinceMs = grow(this.sinceMs, (n) => new Float64Array(n));
+      this.recomputeAtMs = grow(this.recomputeAtMs, (n) => new Float64Array(n));
+      this.nextFireMs = grow(this.nextFireMs, (n) => new Float64Array(n));
+      this.overdueFromMs = grow(this.overdueFromMs, (n) => new Float64Array(n));
+      this.suspended = grow(this.suspended, (n) => new Uint8Array(n));
+      this.seen = grow(this.seen, (n) => new Uint32Array(n));
+    }
+    return slot;
   }
 }
 
@@ -143,11 +236,11 @@ export class ScheduleHealthBoard {
  * The rows that get per-schedule series under `mode`: all, none, or the `n` most overdue, then most failing
  * (consecutive failures), then by name — schedules that are neither are left out under `top`.
  */
-export function selectRows(rows: readonly ScheduleHealthRow[], mode: ScheduleMetricsMode): readonly ScheduleHealthRow[] {
+export function selectRows(rows: Iterable<ScheduleHealthRow>, mode: ScheduleMetricsMode): Iterable<ScheduleHealthRow> {
   if (mode.kind === 'on') return rows;
   if (mode.kind === 'off') return [];
   const failures = (r: ScheduleHealthRow): number => r.lastResult?.consecutiveFailures ?? 0;
-  return rows
+  return [...rows]
     .filter((r) => r.overdueMs > 0 || failures(r) > 0)
     .sort((a, b) => b.overdueMs - a.overdueMs || failures(b) - failures(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .slice(0, mode.n);

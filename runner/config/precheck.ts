@@ -18,6 +18,18 @@ import { Locator, protoKeyErrors, type Path } from './yaml-position.js';
 /** The options every parse of a schedule file uses (the same as runner/config/load.ts). */
 export const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, merge: true } as const;
 
+/**
+ * The compiled crons this loader process validated, kept for its life (it is killed after the load): the cron cache
+ * (runner/schedule/cron.ts) holds them weakly, and without a holder every collection dropped them, so that a
+ * load of 1,000,000 schedules over a few thousand expressions compiled (parsed, walked for a matching day) most of
+ * them again per schedule. Bounded: past the bound the cache works as before.
+ */
+const keptCompiled = new Set<unknown>();
+const MAX_KEPT_COMPILED = 200_000;
+function keepCompiled(due: unknown): void {
+  if (keptCompiled.size < MAX_KEPT_COMPILED) keptCompiled.add(due);
+}
+
 /** A validated schedule without its compiled cron: plain data that survives a structured clone. */
 export type ScheduleDefinition = Omit<ValidatedSchedule, 'due'>;
 
@@ -82,7 +94,8 @@ export async function precheckFile(file: string): Promise<Precheck> {
   const parsed = scheduleFileSchema.safeParse(data);
   if (!parsed.success) return { clean: false };
   const schedules = parsed.data.schedules.map((s, i): PrecheckedSchedule => {
-    const { due: _due, ...definition } = s;
+    const { due, ...definition } = s;
+    keepCompiled(due);
     const definitionHash = hash('sha256', canonicalJson(definition), 'hex');
     const p = positions[i]!;
     return { definition, line: p.line, col: p.col, nameLine: p.nameLine, nameCol: p.nameCol, definitionHash };

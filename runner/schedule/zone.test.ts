@@ -62,6 +62,12 @@ describe('isValidTimeZone', () => {
       expect(isValidTimeZone(tz), JSON.stringify(tz)).toBe(false);
     }
   });
+  it('answers the same when asked again (valid names are remembered, refused ones never are)', () => {
+    for (let round = 0; round < 2; round++) {
+      for (const tz of ['Europe/Berlin', 'europe/berlin', 'UTC']) expect(isValidTimeZone(tz), `${tz} (round ${round})`).toBe(true);
+      for (const tz of ['Europe/Berln', 'Mars/Olympus', ' UTC', '+05:00']) expect(isValidTimeZone(tz), `${tz} (round ${round})`).toBe(false);
+    }
+  });
   it('suggests the zone that was meant', () => {
     expect(suggestTimeZones('Europe/Berln')).toContain('Europe/Berlin');
     expect(suggestTimeZones('America/New_Yrok')).toContain('America/New_York');

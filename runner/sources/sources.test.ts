@@ -55,3 +55,31 @@ describe('ScheduleSources reload rules (files)', () => {
     expect(names(await s.compose())).toEqual(['a1']);
   });
 });
+
+describe('ScheduleSources.recombine (start: the stored schedules added once Redis answers)', () => {
+  it('combines the files loaded by the last compose with the stored names, without loading the files again', async () => {
+    folder = scheduleFolder({ 'a.yaml': scheduleFile(scheduleEntry('a1'), scheduleEntry('a2')), 'b.yaml': scheduleFile(scheduleEntry('taken')) });
+    const s = new ScheduleSources({ path: folder.dir, log });
+    const first = await s.compose();
+    // A second load would compile every schedule again (a second copy of 100,000 of them, and the time): the
+    // recombination must hand back the very objects the first load made, whatever the files say now.
+    folder.write('a.yaml', scheduleFile(scheduleEntry('a1', { cron: '*/7 * * * * *' }), scheduleEntry('a2')));
+    const stored = { applied: new Map([['taken', { version: 3 }]]), ownedElsewhere: async () => new Map() };
+    s.setStored(stored as unknown as Parameters<ScheduleSources['setStored']>[0]);
+    const again = await s.recombine();
+    expect(names(again)).toEqual(['a1', 'a2']); // b.yaml defines a stored name: refused as at a compose
+    expect(again.storeClashes).toEqual(['taken']);
+    for (const name of ['a1', 'a2']) {
+      expect(again.runs.find((r) => r.schedule.name === name)!.schedule).toBe(first.runs.find((r) => r.schedule.name === name)!.schedule);
+    }
+    // The next compose (a reload) reads the files again.
+    s.applied(again);
+    expect((await s.compose()).runs.find((r) => r.schedule.name === 'a1')!.schedule.cron).toBe('*/7 * * * * *');
+  });
+
+  it('composes when nothing was composed yet', async () => {
+    folder = scheduleFolder({ 'a.yaml': scheduleFile(scheduleEntry('a1')) });
+    const s = new ScheduleSources({ path: folder.dir, log });
+    expect(names(await s.recombine())).toEqual(['a1']);
+  });
+});

@@ -11,10 +11,11 @@
  * - the replica then applies the new set (engine/replica.ts `reload`: unchanged schedules go on, changed ones
  *   apply from their next due time, removed ones have their planned occurrences recorded skipped).
  */
-import { loadSchedules } from '../config/load.js';
+import { loadSchedules, type LoadResult } from '../config/load.js';
 import type { Replica } from '../engine/replica.js';
 import type { Logger } from '../log.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
+import type { LoadedSchedule } from '../kubernetes/validate.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
 import { watchSchedules } from './watch.js';
 import type { StoredSchedules } from './stored.js';
@@ -65,6 +66,26 @@ export class ScheduleSources {
   async compose(): Promise<Combined> {
     const files = this.options.path !== undefined ? await loadSchedules(this.options.path) : undefined;
     const cluster = this.options.cluster ? await this.options.cluster.load() : [];
+    this.loaded = { ...(files ? { files } : {}), cluster };
+    return this.combine(files, cluster);
+  }
+
+  /**
+   * Combines the files and Schedules of the latest {@link compose} again, without reading them again (`start` adds the
+   * stored schedules once Redis answers: the files it loaded a moment before are the ones it runs, and a second load
+   * of 100,000 schedules doubled the start-up and kept a second copy of every compiled schedule alive). What changed
+   * on disk or in the cluster meanwhile comes with the first reload. Without an earlier compose it composes.
+   */
+  async recombine(): Promise<Combined> {
+    const loaded = this.loaded;
+    if (!loaded) return this.compose();
+    return this.combine(loaded.files, loaded.cluster);
+  }
+
+  /** What the latest {@link compose} loaded (for {@link recombine}; released at {@link applied}). */
+  private loaded: { files?: LoadResult; cluster: LoadedSchedule[] } | undefined;
+
+  private async combine(files: LoadResult | undefined, cluster: LoadedSchedule[]): Promise<Combined> {
     const stored = this.options.stored ? new Map([...this.options.stored.applied].map(([n, a]) => [n, a.version])) : undefined;
     // A name both a file (or Schedule) and the store define: the older owner keeps it (runner/store/ownership.ts).
     const clashes = stored ? [...(files?.schedules ?? []).map((s) => s.name), ...cluster.map((l) => l.name)].filter((n) => stored.has(n)) : [];
@@ -222,6 +243,7 @@ export class ScheduleSources {
   applied(c: Combined): void {
     this.running = c.runs;
     this.latest = c;
+    this.loaded = undefined;
     this.onApplied?.(c);
   }
 

@@ -33,7 +33,7 @@ export interface StartSourcesOptions {
 export interface StartedSources {
   /** The first combination of the files and Schedules (again after {@link addStored}). */
   readonly first: Combined;
-  /** Adds the stored schedules (loaded from Redis) and combines the sources again. */
+  /** Adds the stored schedules (loaded from Redis) and combines them with the files and Schedules already loaded (not read again). */
   addStored(stored: StoredSchedules): Promise<void>;
   /** What the replica starts with: {@link first}'s schedules and the stored ones whose names those do not run. */
   schedules(): CompiledSchedule[];
@@ -84,7 +84,7 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
     },
     async addStored(stored) {
       sources.setStored(stored);
-      first = await sources.compose();
+      first = await sources.recombine(); // the files and Schedules just loaded, not loaded again
     },
     schedules: () => sources.withStored(first),
     watchingCluster: cluster !== undefined,
