@@ -5,7 +5,7 @@
  * 1,000 changes a second). Checked on a real replica process's /metrics after an add, a change and a removal:
  * - the flock-wide counts (`cronflock_schedules{health="total"}`) and the per-schedule series: the added one has
  *   series, the removed one none (the schedules the health board walks);
- * - the added schedule's series carry its tenant (the metrics' tenant lookup by name);
+ * - the added schedule's series and run counters carry its tenant (the metrics' tenant lookup by name);
  * - the added schedule's last success appears once it succeeded (the names the flock-wide cache keeps values for).
  */
 import { afterEach, expect, it } from 'vitest';
@@ -51,6 +51,10 @@ it('a replica following stored changes reports the schedules it runs after each 
   );
   const t = await metrics();
   expect(series(t, 'd')[0]!.labels.tenant).toBe('beta');
+  // The run counters take the tenant from the replica's schedules by name (the health rows carry their own).
+  const runs = samplesOf(t, 'cronflock_runs_total', { schedule: 'd' });
+  expect(runs.length).toBeGreaterThan(0);
+  for (const s of runs) expect(s.labels.tenant).toBe('beta');
   expect(series(t, 'a')[0]!.labels.tenant).toBeUndefined();
   // c's next fire time is its new cron's (04:00 UTC).
   expect(new Date(series(t, 'c')[0]!.value * 1000).getUTCHours()).toBe(4);
