@@ -225,6 +225,8 @@ export class ReplicaProc {
   private running = false;
   /** The admin server's port this replica was given (undefined: `args` chose it). */
   adminPort: number | undefined;
+  /** CPU time (user + system, ms) the process had used when it was found ready. */
+  readyCpuMs: number | undefined;
 
   private constructor(
     readonly o: ReplicaOptions,
@@ -303,6 +305,7 @@ export class ReplicaProc {
       await sleep(50);
     }
     this.readyAtMs = Date.now();
+    this.readyCpuMs = procSample(this.child.pid)?.cpuMs;
   }
 
   signal(sig: NodeJS.Signals): void {
