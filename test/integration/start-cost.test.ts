@@ -29,7 +29,10 @@ describe('cronflock start: set-up', () => {
       join(dir, 'resolve.mjs'),
       `export async function resolve(s, c, next) {
   if (!s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:') && !s.startsWith('file:')) process.stderr.write('RESOLVED ' + s + '\\n');
-  return next(s, c);
+  const r = await next(s, c);
+  const cli = /\\/dist\\/runner\\/cli\\/([a-z-]+\\.js)$/.exec(r.url);
+  if (cli) process.stderr.write('CLI ' + cli[1] + '\\n');
+  return r;
 }\n`,
     );
     hook = join(dir, 'hook.mjs');
@@ -75,7 +78,7 @@ describe('cronflock start: set-up', () => {
     }
   });
 
-  it('imports no dashboard server, e-mail, Kubernetes, S3 or tracing library for a replica of http and module jobs', async () => {
+  it('imports no dashboard server, e-mail, Kubernetes, S3 or tracing library, nor the other commands, for a replica of http and module jobs', async () => {
     const job = join(dir, 'noop.mjs');
     writeFileSync(job, 'export default { run() {} };\n');
     const file = flock.writeSchedules(
@@ -88,6 +91,11 @@ describe('cronflock start: set-up', () => {
     expect(resolved).toContain('bullmq');
     expect(resolved).toContain('ioredis');
     for (const p of NOT_AT_START) expect([...resolved].filter((s) => s === p || s.startsWith(`${p}/`)), p).toEqual([]);
+    // …nor the modules of the other commands (main.ts registers only `start` for a replica).
+    const cli = new Set([...r.stderr.join('').matchAll(/^CLI (\S+)$/gm)].map((m) => m[1]!));
+    expect(cli).toContain('start-command.js');
+    const others = ['status-command.js', 'runs-command.js', 'control-commands.js', 'store-commands.js', 'rbac-command.js', 'restore-command.js', 'convert-command.js', 'audit-command.js', 'alert-rules-command.js'];
+    expect(others.filter((m) => cli.has(m))).toEqual([]);
     await r.stop();
   });
 });
