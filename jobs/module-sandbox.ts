@@ -89,6 +89,7 @@ const MAX_PARALLEL_CHECKS = Math.max(1, Math.min(4, availableParallelism()));
 export async function checkModule(file: string, limits: SandboxLimits): Promise<void> {
   await checkSlots.acquire();
   try {
+    if (hasSh) await measureReservedDataKb(hostEntry().execArgv); // without blocking the event loop (a load goes on)
     await session('process', { mode: 'check', file }, limits);
   } finally {
     checkSlots.release();
@@ -102,7 +103,8 @@ export async function checkModule(file: string, limits: SandboxLimits): Promise<
  * @returns what the job's run() returned (structured-cloned; a value that cannot be cloned becomes its String()).
  * @throws SandboxError when the module does not load in time, the job throws, crashes, exits or runs out of memory.
  */
-export function runSandboxed(kind: SandboxKind, ctx: JobContext, task: Omit<HostTask, 'mode'>, limits: SandboxLimits): Promise<unknown> {
+export async function runSandboxed(kind: SandboxKind, ctx: JobContext, task: Omit<HostTask, 'mode'>, limits: SandboxLimits): Promise<unknown> {
+  if (kind === 'process' && hasSh) await measureReservedDataKb(hostEntry().execArgv); // once per replica; cached after
   return session(kind, { ...task, mode: 'run' }, limits, ctx);
 }
 
@@ -229,6 +231,9 @@ const ALLOCATION_FAILED = /Array buffer allocation failed|Failed to allocate mem
 const SH = '/bin/sh';
 const hasSh = process.platform !== 'win32' && existsSync(SH);
 
+/** A Node program that prints its own VmData (KiB). */
+const VMDATA_PROBE = `process.stdout.write(String(/VmData:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0))`;
+
 /** Measured reservations per set of Node flags (one set per replica in practice). */
 const reservedDataKb = new Map<string, number>();
 
@@ -238,15 +243,48 @@ const reservedDataKb = new Map<string, number>();
  * 0 where /proc cannot tell.
  */
 function nodeReservedDataKb(execArgv: string[]): number {
+  // measureReservedDataKb (asynchronous) has normally measured it already; this is the fallback.
   const key = execArgv.join('\u0000');
   const known = reservedDataKb.get(key);
   if (known !== undefined) return known;
-  const probe = `process.stdout.write(String(/VmData:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0))`;
-  const r = spawnSync(process.execPath, [...execArgv, '-e', probe], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [...execArgv, '-e', VMDATA_PROBE], { encoding: 'utf8', timeout: 30_000 });
   const kb = Number(r.stdout);
   const measured = Number.isFinite(kb) && kb > 0 ? kb : 0;
   reservedDataKb.set(key, measured);
   return measured;
+}
+
+/** Probes of {@link nodeReservedDataKb} in flight or done, per set of Node flags. */
+const reservedDataProbes = new Map<string, Promise<number>>();
+
+/**
+ * {@link nodeReservedDataKb} measured in a child process without blocking the event loop (the synchronous
+ * probe held a replica's load up by a Node start-up, ~50 ms of CPU and more on a busy host); concurrent callers
+ * share one probe, and the result goes to the cache the synchronous one reads. Never rejects: 0 where /proc
+ * cannot tell or the probe fails.
+ */
+function measureReservedDataKb(execArgv: string[]): Promise<number> {
+  const key = execArgv.join('\u0000');
+  const known = reservedDataKb.get(key);
+  if (known !== undefined) return Promise.resolve(known);
+  let probe = reservedDataProbes.get(key);
+  if (!probe) {
+    probe = new Promise<number>((resolve) => {
+      let out = '';
+      const child = spawn(process.execPath, [...execArgv, '-e', VMDATA_PROBE], { stdio: ['ignore', 'pipe', 'ignore'], timeout: 30_000 });
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.once('error', () => resolve(0));
+      child.once('close', () => {
+        const kb = Number(out);
+        resolve(Number.isFinite(kb) && kb > 0 ? kb : 0);
+      });
+    }).then((kb) => {
+      if (!reservedDataKb.has(key)) reservedDataKb.set(key, kb);
+      return reservedDataKb.get(key)!;
+    });
+    reservedDataProbes.set(key, probe);
+  }
+  return probe;
 }
 
 function startProcess(limits: SandboxLimits): Host {

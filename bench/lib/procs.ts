@@ -7,6 +7,7 @@ import { fork, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'no
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+import { freePort } from '../../runner/redis/server-process.js';
 import { BIN, ROOT, sleep } from './util.js';
 
 const live = new Set<ChildProcess>();
@@ -200,6 +201,17 @@ export interface ReplicaOptions {
   probe?: Redis;
 }
 
+/** Whether a replica's admin server at 127.0.0.1:`port` answers /readyz with 200 (false: not yet, or no answer). */
+async function readyzOk(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1_000) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
 /** A running `cronflock start` process. */
 export class ReplicaProc {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -211,6 +223,10 @@ export class ReplicaProc {
   /** Set before we signal it on purpose, so that its exit is not taken for a crash. */
   expectedExit = false;
   private running = false;
+  /** The admin server's port this replica was given (undefined: `args` chose it). */
+  adminPort: number | undefined;
+  /** CPU time (user + system, ms) the process had used when it was found ready. */
+  readyCpuMs: number | undefined;
 
   private constructor(
     readonly o: ReplicaOptions,
@@ -243,7 +259,11 @@ export class ReplicaProc {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Spawns the replica and waits until it runs (its "replica running" log line, or its Redis connection). */
+  /**
+   * Spawns the replica and waits until it runs: its "replica running" log line (info logs), else its `/readyz`
+   * answering 200 (the replica's own readiness: it runs once `Replica.start` returned; an admin server on a port
+   * picked here, unless `args` set `--admin`), else its Redis connection seen by `probe` plus a second.
+   */
   static async start(o: ReplicaOptions): Promise<ReplicaProc> {
     const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_LOG_LEVEL: o.logLevel ?? 'warn' };
     delete env.REDIS_URL;
@@ -252,10 +272,14 @@ export class ReplicaProc {
       nodeArgs.push('--import', SKEW_CLOCK);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
     } else delete env.CRONFLOCK_TEST_CLOCK_OFFSET_MS;
-    const args = [...nodeArgs, BIN, 'start', ...(o.schedules ? [o.schedules] : []), '--redis', o.redisUrl, '--replica', o.name, ...(o.args ?? [])];
+    // /readyz tells when the replica runs, with no fixed wait; every replica had an admin server before too (the
+    // default port, then a free one for the second replica on the host).
+    const adminPort = (o.args ?? []).includes('--admin') ? undefined : await freePort();
+    const args = [...nodeArgs, BIN, 'start', ...(o.schedules ? [o.schedules] : []), '--redis', o.redisUrl, '--replica', o.name, ...(adminPort ? ['--admin', `127.0.0.1:${adminPort}`] : []), ...(o.args ?? [])];
     if (o.namespace) args.push('--namespace', o.namespace);
     const child = spawnTracked(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const r = new ReplicaProc(o, child);
+    r.adminPort = adminPort;
     await r.waitReady(o.readyTimeoutMs ?? 60_000);
     return r;
   }
@@ -266,7 +290,9 @@ export class ReplicaProc {
     for (;;) {
       if (!this.alive) throw new Error(`replica ${this.name} exited during start: ${this.stderrTail || this.stdoutTail}`);
       if (infoLogs && this.running) break;
-      if (!infoLogs) {
+      if (!infoLogs && this.adminPort !== undefined) {
+        if (await readyzOk(this.adminPort)) break;
+      } else if (!infoLogs) {
         if (this.o.probe) {
           const list = await this.o.probe.client('LIST');
           if (String(list).includes(`${this.name}:worker`) || String(list).includes(`name=cronflock:${this.name} `)) {
@@ -279,6 +305,7 @@ export class ReplicaProc {
       await sleep(50);
     }
     this.readyAtMs = Date.now();
+    this.readyCpuMs = procSample(this.child.pid)?.cpuMs;
   }
 
   signal(sig: NodeJS.Signals): void {

@@ -30,6 +30,8 @@
  * Figures per system: occurrences started per second in the window, start lateness after the fire time (cronflock:
  * claim time on the Redis clock − fire time; BullMQ: processor start − `prevMillis`), Redis commands and Redis CPU
  * per occurrence started in the window, replica CPU and peak RSS (/proc), final states of the counted occurrences.
+ * Set-up: from the first spawn until every replica answers /readyz with 200 (BullMQ: the upserts, then every worker
+ * `waitUntilReady`), in wall time and in CPU time of all processes (the latter hardly moves with other load).
  */
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { monitorFor } from '../lib/monitor.js';
@@ -40,7 +42,7 @@ import { Redis } from 'ioredis';
 import { Keyspace } from '../../runner/redis/keys.js';
 import { occurrenceKey } from '../../runner/schedule/occurrence.js';
 import { parseDurationMs } from '../../runner/time/duration.js';
-import { forkTracked, killAndWait, nextMessage, ProcWatch, ReplicaProc } from '../lib/procs.js';
+import { forkTracked, killAndWait, nextMessage, procSample, ProcWatch, ReplicaProc } from '../lib/procs.js';
 import { counterDelta, redisCounters, topCommands, type RedisCounters } from '../lib/redis-stats.js';
 import { BenchRedis } from '../lib/redis.js';
 import { RedisServerProcess } from '../../runner/redis/server-process.js';
@@ -55,6 +57,12 @@ const DIAG_DIR = process.env.BENCH_DIAG_DIR;
 export interface PhaseResult {
   system: ThroughputSystem;
   setupMs: number;
+  /**
+   * CPU time of the set-up (ms), all processes: each replica / worker until it was found ready, plus, for BullMQ,
+   * the bench process's own share (its `upsertJobScheduler` calls). Unlike `setupMs`, hardly changed by other
+   * load on the machine.
+   */
+  setupCpuMs: number;
   started: number;
   windowMs: number;
   lateness: number[];
@@ -109,6 +117,7 @@ async function cronflockPhase(
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const setupMs = Date.now() - t0Setup;
+    const setupCpuMs = procs.reduce((a, p) => a + (p.readyCpuMs ?? 0), 0);
     await sleep(o.warmup * 1000);
     const watch = new ProcWatch(() => procs.map((p) => p.pid)).start();
     const c0 = await redisCounters(probe, redis.runId);
@@ -169,6 +178,7 @@ async function cronflockPhase(
     return {
       system,
       setupMs,
+      setupCpuMs,
       started: count * step,
       windowMs: t1 - t0,
       lateness,
@@ -197,6 +207,7 @@ async function bullmqPhase(
   const queue = new Queue('bench', { connection: conn, prefix });
   const workers: ReturnType<typeof forkTracked>[] = [];
   const t0Setup = Date.now();
+  const cpu0 = process.cpuUsage();
   try {
     for (let i = 0; i < o.schedules; i += 500) {
       await Promise.all(
@@ -215,8 +226,10 @@ async function bullmqPhase(
         }),
       );
     }
-    await Promise.all(workers.map((w) => nextMessage(w, 'ready', 60_000)));
+    const workerCpuMs = await Promise.all(workers.map((w) => nextMessage(w, 'ready', 60_000).then(() => procSample(w.pid)?.cpuMs ?? 0)));
     const setupMs = Date.now() - t0Setup;
+    const own = process.cpuUsage(cpu0);
+    const setupCpuMs = workerCpuMs.reduce((a, b) => a + b, 0) + (own.user + own.system) / 1000;
     await sleep(o.warmup * 1000);
     const watch = new ProcWatch(() => workers.map((w) => (w.exitCode === null ? w.pid : undefined))).start();
     const c0 = await redisCounters(probe, redis.runId);
@@ -236,6 +249,7 @@ async function bullmqPhase(
     return {
       system: 'bullmq',
       setupMs,
+      setupCpuMs,
       started: reports.reduce((a, r) => a + r.count, 0),
       windowMs: t1 - t0,
       lateness,
@@ -290,6 +304,7 @@ export function compareRows(cell: CellResults, offered: number): string[][] {
     row('replica / worker CPU per 1,000 occurrences (ms)', procCpuMsPerK, 0),
     row('peak RSS of one process (MB)', peakRssMb, 0),
     row('set-up until running (s)', (r) => r.setupMs / 1000, 1),
+    row('set-up CPU, all processes (s)', (r) => r.setupCpuMs / 1000, 2),
     [
       'open backlog at the end (fired > 1 s ago, not started)',
       ...cols.map((r) => (!r ? '–' : r.system === 'bullmq' ? 'n/a (skips late iterations)' : r.backlog !== undefined ? String(r.backlog) : '–')),
@@ -316,6 +331,7 @@ export function cellFigures(cell: CellResults, offered: number, replicas: number
       [`${id}.procCpuPct`]: procCpuPct(r),
       [`${id}.peakRssMb`]: peakRssMb(r),
       [`${id}.setupS`]: r.setupMs / 1000,
+      [`${id}.setupCpuS`]: r.setupCpuMs / 1000,
       ...(r.backlog !== undefined ? { [`${id}.backlog`]: r.backlog } : {}),
     });
   }

@@ -11,8 +11,7 @@ import { Keyspace } from '../redis/keys.js';
 import { Store } from '../redis/store.js';
 import { settlesWithin } from '../time/wait.js';
 import { READ_ONLY, type AccessRules } from './auth.js';
-import { ScheduleIndex } from './schedule-index.js';
-import { listen, type ApiServer } from './server.js';
+import type { ApiServer } from './server.js';
 
 /** Default listen address of the dashboard: this host only. */
 export const DEFAULT_UI_LISTEN = '127.0.0.1:8080';
@@ -89,7 +88,12 @@ export async function startDashboard(o: {
   const redis = connectCommands(o.redisUrl, o.clientName ?? 'cronflock:ui', o.redisTls, redisTimeoutMs);
   redis.on('error', () => undefined); // answers say what is wrong; reconnects go on
   const redisProblem = redisProblemOf(redis, redisTimeoutMs);
-  await whenReady(redis, 5_000);
+  // The HTTP server (hono, the pages, cronstrue) is imported here, not with this module: a replica without `--ui`
+  // imports this module (replica-extras.ts, ui-command.ts) but never serves the dashboard (start-up time, memory).
+  const [{ listen }, { ScheduleIndex }] = await Promise.all([import('./server.js'), import('./schedule-index.js'), whenReady(redis, 5_000)]).catch((err: unknown) => {
+    redis.disconnect();
+    throw err;
+  });
   const lanes = openLanes(redis, keys);
   const clock = new RedisClock(redis, undefined, keys.ns);
   const index = new ScheduleIndex(redis, keys);

@@ -7,7 +7,6 @@
  * Every request carries the message id (`Idempotency-Key`; the e-mail's Message-ID), the same on every retry:
  * receivers that de-duplicate on it show one message however often a crashed sender's message was re-sent.
  */
-import nodemailer from 'nodemailer';
 import type { HeartbeatConfig, NotifyConfig } from './config.js';
 import type { Delivery, OutboxEntry } from './events.js';
 import {
@@ -89,6 +88,8 @@ async function sendEmail(n: NonNullable<NotifyConfig['email']>, b: NotificationB
   const url = new URL(n.smtp.url);
   const user = n.smtp.user ? readSecret(n.smtp.user) : undefined;
   const pass = n.smtp.password ? readSecret(n.smtp.password) : undefined;
+  // nodemailer (~40 files) is imported at the first e-mail, not with the replica: most flocks send none.
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport({
     host: url.hostname,
     port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,

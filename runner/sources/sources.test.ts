@@ -62,8 +62,7 @@ describe('ScheduleSources.recombine (start: the stored schedules added once Redi
     const s = new ScheduleSources({ path: folder.dir, log });
     const first = await s.compose();
     // A second load would compile every schedule again (a second copy of 100,000 of them, and the time): the
-    // recombination must hand back the very objects the first load made, whatever the files say now.
-    folder.write('a.yaml', scheduleFile(scheduleEntry('a1', { cron: '*/7 * * * * *' }), scheduleEntry('a2')));
+    // recombination must hand back the very objects the first load made while the files are unchanged.
     const stored = { applied: new Map([['taken', { version: 3 }]]), ownedElsewhere: async () => new Map() };
     s.setStored(stored as unknown as Parameters<ScheduleSources['setStored']>[0]);
     const again = await s.recombine();
@@ -73,8 +72,18 @@ describe('ScheduleSources.recombine (start: the stored schedules added once Redi
       expect(again.runs.find((r) => r.schedule.name === name)!.schedule).toBe(first.runs.find((r) => r.schedule.name === name)!.schedule);
     }
     // The next compose (a reload) reads the files again.
+    folder.write('a.yaml', scheduleFile(scheduleEntry('a1', { cron: '*/7 * * * * *' }), scheduleEntry('a2')));
     s.applied(again);
     expect((await s.compose()).runs.find((r) => r.schedule.name === 'a1')!.schedule.cron).toBe('*/7 * * * * *');
+  });
+
+  it('reads the files again when they changed since the compose began (an edit while the replica waited for Redis)', async () => {
+    folder = scheduleFolder({ 'a.yaml': scheduleFile(scheduleEntry('a1')) });
+    const s = new ScheduleSources({ path: folder.dir, log });
+    await s.compose();
+    // Before the file watch starts (it starts with the replica), nothing else would see this edit.
+    folder.write('a.yaml', scheduleFile(scheduleEntry('a1'), scheduleEntry('added')));
+    expect(names(await s.recombine())).toEqual(['a1', 'added']);
   });
 
   it('composes when nothing was composed yet', async () => {

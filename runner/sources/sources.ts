@@ -17,7 +17,7 @@ import type { Logger } from '../log.js';
 import type { ScheduleSource } from '../kubernetes/source.js';
 import type { LoadedSchedule } from '../kubernetes/validate.js';
 import { combineSources, type Combined, type SourcedSchedule } from './combine.js';
-import { watchSchedules } from './watch.js';
+import { watchedStamp, watchSchedules } from './watch.js';
 import type { StoredSchedules } from './stored.js';
 import { NAME_HOLD_MS, ownerText, type NameOwner } from '../store/ownership.js';
 import type { CompiledSchedule } from '../config/load.js';
@@ -64,9 +64,11 @@ export class ScheduleSources {
    * the cluster an empty set is a real state (every Schedule deleted).
    */
   async compose(): Promise<Combined> {
+    // Taken before the read: an edit during it shows as a different stamp at recombine().
+    const stamp = this.options.path !== undefined ? watchedStamp(this.options.path) : undefined;
     const files = this.options.path !== undefined ? await loadSchedules(this.options.path) : undefined;
     const cluster = this.options.cluster ? await this.options.cluster.load() : [];
-    this.loaded = { ...(files ? { files } : {}), cluster };
+    this.loaded = { ...(files ? { files } : {}), cluster, ...(stamp !== undefined ? { stamp } : {}) };
     return this.combine(files, cluster);
   }
 
@@ -74,16 +76,19 @@ export class ScheduleSources {
    * Combines the files and Schedules of the latest {@link compose} again, without reading them again (`start` adds the
    * stored schedules once Redis answers: the files it loaded a moment before are the ones it runs, and a second load
    * of 100,000 schedules doubled the start-up and kept a second copy of every compiled schedule alive). What changed
-   * on disk or in the cluster meanwhile comes with the first reload. Without an earlier compose it composes.
+   * in the cluster meanwhile comes with the first reload. Without an earlier compose, or when what the file watch
+   * watches changed since that compose began to read (`watchedStamp`: an edit made while the replica waited for
+   * Redis, before the watch starts), it composes: such an edit would otherwise wait for the next change or SIGHUP.
    */
   async recombine(): Promise<Combined> {
     const loaded = this.loaded;
     if (!loaded) return this.compose();
+    if (this.options.path !== undefined && watchedStamp(this.options.path) !== loaded.stamp) return this.compose();
     return this.combine(loaded.files, loaded.cluster);
   }
 
   /** What the latest {@link compose} loaded (for {@link recombine}; released at {@link applied}). */
-  private loaded: { files?: LoadResult; cluster: LoadedSchedule[] } | undefined;
+  private loaded: { files?: LoadResult; cluster: LoadedSchedule[]; stamp?: string } | undefined;
 
   private async combine(files: LoadResult | undefined, cluster: LoadedSchedule[]): Promise<Combined> {
     const stored = this.options.stored ? new Map([...this.options.stored.applied].map(([n, a]) => [n, a.version])) : undefined;

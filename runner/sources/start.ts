@@ -84,7 +84,7 @@ export async function openStartSources(o: StartSourcesOptions): Promise<StartedS
     },
     async addStored(stored) {
       sources.setStored(stored);
-      first = await sources.recombine(); // the files and Schedules just loaded, not loaded again
+      first = await sources.recombine(); // the files and Schedules just loaded, not loaded again (unless edited since)
     },
     schedules: () => sources.withStored(first),
     watchingCluster: cluster !== undefined,

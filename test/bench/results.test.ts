@@ -25,6 +25,7 @@ function phase(system: PhaseResult['system'], o: { started: number; cpuMs: numbe
   return {
     system,
     setupMs: o.setupMs,
+    setupCpuMs: o.setupMs / 2,
     started: o.started,
     windowMs: 10_000,
     lateness: o.lateness,
@@ -61,7 +62,7 @@ describe('throughput table', () => {
   const rows = compareRows(cell, 1000);
   const byName = new Map(rows.map((r) => [r[0], r.slice(1)]));
 
-  it('keeps the rows named as before, adds final states, and has one column per system plus two ratios', () => {
+  it('keeps the rows named as before, adds final states and set-up CPU, and has one column per system plus two ratios', () => {
     expect(rows.map((r) => r[0])).toEqual([
       'offered occurrences / s',
       'occurrences started / s',
@@ -74,6 +75,7 @@ describe('throughput table', () => {
       'replica / worker CPU per 1,000 occurrences (ms)',
       'peak RSS of one process (MB)',
       'set-up until running (s)',
+      'set-up CPU, all processes (s)',
       'open backlog at the end (fired > 1 s ago, not started)',
       'final states of the occurrences started in the window',
     ]);
