@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectFlock, type Flock as LibFlock } from '../../runner/library/index.js';
 import { Keyspace } from '../../runner/redis/keys.js';
-import { Flock, sleep, until } from '../support/flock.js';
+import { Flock, sleep, until, hasLogged } from '../support/flock.js';
 import type { ReplicaProcess } from '../support/replica.js';
 
 let flock: Flock;
@@ -20,11 +20,8 @@ let lib: LibFlock;
 const keys = new Keyspace();
 
 const calls = (path: string, after = 0): number => flock.receiver.deliveries.filter((d) => d.path === path && d.receivedMs > after).length;
-const live = async (replica: string): Promise<boolean> => {
-  const [[, expiry], [, time]] = (await flock.redisClient.multi().zscore(keys.replicas, replica).time().exec()) as [[null, string | null], [null, [string, string]]];
-  return expiry !== null && Number(expiry) > Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-};
-const logged = (r: ReplicaProcess, text: string): boolean => r.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(text));
+const live = (replica: string): Promise<boolean> => flock.isLiveMember(replica, keys);
+const logged = hasLogged;
 
 /** Pauses `r` past its membership and deletes its last-seen entry (as if gone longer than the hold), runs `during`, resumes it. */
 async function awayPastHold(r: ReplicaProcess, during: () => Promise<void>): Promise<void> {

@@ -21,9 +21,9 @@ import { loadTokenFile } from '../../runner/api/auth.js';
 import { startDashboard, type Dashboard } from '../../runner/api/dashboard.js';
 import { connectFlock, type Flock as LibFlock } from '../../runner/library/index.js';
 import { Keyspace } from '../../runner/redis/keys.js';
-import { Flock, sleep, until } from '../support/flock.js';
+import { Flock, sleep, until, hasLogged } from '../support/flock.js';
 import { OPERATOR_TOKEN, VIEWER_TOKEN } from '../support/dashboard-flock.js';
-import { BIN, ROOT, type ReplicaProcess } from '../support/replica.js';
+import { BIN, ROOT } from '../support/replica.js';
 
 let flock: Flock;
 let lib: LibFlock;
@@ -36,11 +36,8 @@ function cli(...args: string[]): { status: number | null; stdout: string; stderr
 }
 const calls = (path: string): number => flock.receiver.deliveries.filter((d) => d.path === path).length;
 /** Whether `replica` is a live member now (its membership expiry is ahead of the Redis clock). */
-const live = async (replica: string): Promise<boolean> => {
-  const [[, expiry], [, time]] = (await flock.redisClient.multi().zscore(keys.replicas, replica).time().exec()) as [[null, string | null], [null, [string, string]]];
-  return expiry !== null && Number(expiry) > Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-};
-const logged = (r: ReplicaProcess, text: string): boolean => r.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(text));
+const live = (replica: string): Promise<boolean> => flock.isLiveMember(replica, keys);
+const logged = hasLogged;
 
 beforeAll(async () => {
   flock = await Flock.start();

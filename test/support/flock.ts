@@ -48,6 +48,15 @@ export class Flock {
     return this.client;
   }
 
+  /**
+   * Whether `replica` is a live member of the planning membership now, on the Redis clock (its registration in
+   * `keys.replicas` has not expired).
+   */
+  async isLiveMember(replica: string, keys: Keyspace = new Keyspace()): Promise<boolean> {
+    const [[, expiry], [, time]] = (await this.redisClient.multi().zscore(keys.replicas, replica).time().exec()) as [[null, string | null], [null, [string, string]]];
+    return expiry !== null && Number(expiry) > Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+  }
+
   /** Run records of a schedule (or all), newest first. */
   runs(schedule?: string): Promise<RunRecord[]> {
     return listRuns(this.redisClient, new Keyspace(), { schedule, limit: 100_000 });
@@ -63,6 +72,11 @@ export class Flock {
     await this.redis.cleanup();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Whether `r` logged a line whose message contains `text`. */
+export function hasLogged(r: ReplicaProcess, text: string): boolean {
+  return r.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(text));
 }
 
 /** Resolves after `ms`. */
