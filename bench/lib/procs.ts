@@ -267,7 +267,9 @@ export class ReplicaProc {
   static async start(o: ReplicaOptions): Promise<ReplicaProc> {
     const env: NodeJS.ProcessEnv = { ...process.env, CRONFLOCK_LOG_LEVEL: o.logLevel ?? 'warn' };
     delete env.REDIS_URL;
-    const nodeArgs: string[] = [];
+    // BENCH_REPLICA_NODE_ARGS: Node flags for every replica of a bench (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`
+    // to profile where a replica's time goes; written when the replica stops).
+    const nodeArgs: string[] = (process.env.BENCH_REPLICA_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
     if (o.clockOffsetMs) {
       nodeArgs.push('--import', SKEW_CLOCK);
       env.CRONFLOCK_TEST_CLOCK_OFFSET_MS = String(o.clockOffsetMs);
@@ -321,7 +323,7 @@ export class ReplicaProc {
   }
 
   /** SIGTERM (graceful hand-over) and wait; SIGKILL after `timeoutMs`. */
-  async stop(timeoutMs = 20_000): Promise<void> {
+  async stop(timeoutMs = process.env.BENCH_REPLICA_NODE_ARGS ? 180_000 : 20_000): Promise<void> {
     if (!this.alive) return;
     this.expectedExit = true;
     this.child.kill('SIGCONT');

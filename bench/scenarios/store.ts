@@ -216,7 +216,8 @@ async function cronflockRun(o: { n: number; replicas: number; rate: number; seco
   } catch (err) {
     res.error = (err as Error).message;
   } finally {
-    await Promise.all(procs.map((p) => p.kill()));
+    // Profiled replicas (BENCH_REPLICA_NODE_ARGS) stop gracefully, so that they write their profiles.
+    await Promise.all(procs.map((p) => (process.env.BENCH_REPLICA_NODE_ARGS ? p.stop() : p.kill())));
     await flock?.close().catch(() => undefined);
     probe.disconnect();
     await redis.cleanup();
@@ -273,7 +274,8 @@ export async function store(f: Flags): Promise<void> {
   const scheduleMetrics = f.str('schedule-metrics', 'on');
   process.stdout.write(`store: ${n} stored schedules, ${replicas} replicas, ${rate} changes/s for ${seconds} s …\n`);
   const c = await cronflockRun({ n, replicas, rate, seconds, settle, scheduleMetrics });
-  const b = await bullmqRun({ n, rate, seconds });
+  // BENCH_STORE_SKIP_BULLMQ=1: cronflock alone (a diagnosis run: profiles, logs); the BullMQ column stays empty.
+  const b = process.env.BENCH_STORE_SKIP_BULLMQ ? ({ loadS: NaN, bytesPerSchedule: NaN, changes: 0, changesPerS: NaN, redisCpuUsPerChange: NaN, redisCallsPerChange: NaN } satisfies StoreResult) : await bullmqRun({ n, rate, seconds });
   const max = (xs: number[] | undefined): number => (xs && xs.length ? Math.max(...xs) : NaN);
   const lat = c.latencies ?? [];
   await report(

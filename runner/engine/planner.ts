@@ -86,6 +86,8 @@ export interface PlannerRequirements {
   beforeTick?: () => Promise<boolean | readonly string[] | void>;
   /** Called after every heartbeat with how many occurrences are handed to this replica (runner/engine/handoffs.ts). */
   afterHeartbeat?: (handoffs: number) => void;
+  /** How long (ms) a loading replica's membership lasts ({@link LOADING_TTL_MS}; tests shorten it). */
+  loadingTtlMs?: number;
 }
 
 /** Plans occurrences of a set of schedules; one per replica. */
@@ -163,7 +165,7 @@ export class Planner {
     this.digest = definitionsDigest(schedules);
     // A large start is a load: the membership is held until the first tick (start() then ends the hold).
     this.joinHeld = schedules.length >= LOADING_THRESHOLD;
-    if (this.joinHeld) this.loading++;
+    if (this.joinHeld) this.loadingStarted();
     await this.heartbeatNow();
   }
 
@@ -180,24 +182,60 @@ export class Planner {
    * first heartbeat after `load` restores the digest and the TTL.
    */
   async whileLoading<T>(load: () => Promise<T>): Promise<T> {
-    this.loading++;
+    this.loadingStarted();
     try {
       await this.heartbeatNow();
       return await load();
     } finally {
-      this.loading--;
+      this.loadingEnded();
     }
   }
 
   /** Loads in progress ({@link whileLoading}, or a large {@link join} until the first tick). */
   private loading = 0;
+  /** Renews the hold while {@link loading}: see {@link loadingStarted}. */
+  private holdTimer: NodeJS.Timeout | undefined;
+  /** A renewal in flight (a stop waits for it, so that it cannot land after the replica left). */
+  private holdBeat: Promise<void> | undefined;
+
+  /**
+   * Counts a load in, and renews the hold every third of its TTL until the last load ends. Why a timer of its own,
+   * not only the ticks: between a large join and the first tick there are none (the replica publishes its
+   * definitions and reads the watermarks of every schedule first: at 1,000,000 stored schedules that took longer
+   * than the hold's 30 s on a busy host), and a replica whose hold lapsed there was taken for gone: the other
+   * replicas named themselves the publishers of every definition it had published (a million more changes for
+   * every replica to read, while it was still starting).
+   */
+  private loadingStarted(): void {
+    if (this.loading++ > 0) return;
+    const everyMs = Math.max(100, Math.floor(this.loadingTtlMs / 3));
+    this.holdTimer = setInterval(() => {
+      if (this.holdBeat || this.stopped) return;
+      this.holdBeat = this.heartbeatNow()
+        .then(() => undefined)
+        .catch((err: unknown) => this.log.debug({ err: (err as Error).message }, 'renewing the membership hold failed; the next tick or renewal tries again'))
+        .finally(() => (this.holdBeat = undefined));
+    }, everyMs);
+    this.holdTimer.unref?.();
+  }
+
+  /** Counts a load out; the last one stops the renewals (the next tick heartbeats with the planning TTL). */
+  private loadingEnded(): void {
+    if (--this.loading > 0) return;
+    clearInterval(this.holdTimer);
+    this.holdTimer = undefined;
+  }
+
+  private get loadingTtlMs(): number {
+    return this.needs.loadingTtlMs ?? LOADING_TTL_MS;
+  }
   /** Whether {@link join} holds the membership until {@link start}. */
   private joinHeld = false;
 
   /** The heartbeat this replica sends now: its digest and TTL, or the loading ones while it loads. */
   private async heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
     const loading = this.loading > 0;
-    const beat = await this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(LOADING_TTL_MS, this.membershipTtlMs) : this.membershipTtlMs);
+    const beat = await this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(this.loadingTtlMs, this.membershipTtlMs) : this.membershipTtlMs);
     this.needs.afterHeartbeat?.(beat.handoffs);
     return beat.members;
   }
@@ -227,7 +265,7 @@ export class Planner {
     // The hold of a large join ends here: the first tick heartbeats with the digest and the planning TTL.
     if (this.joinHeld) {
       this.joinHeld = false;
-      this.loading--;
+      this.loadingEnded();
     }
     this.stopped = false;
     if (o.ticking !== false) this.schedule(0);
@@ -328,7 +366,9 @@ export class Planner {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    clearInterval(this.holdTimer);
     await this.running;
+    await this.holdBeat;
     await this.store.leave(this.opts.replica).catch(() => undefined);
   }
 
