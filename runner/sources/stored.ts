@@ -81,17 +81,19 @@ export class StoredSchedules {
   async load(): Promise<CompiledSchedule[]> {
     this.lastId = await this.store.lastChangeId();
     this.seenVersion = await this.store.currentVersion();
-    const all = await this.store.all();
-    // A stored name a schedule file or Schedule owns (a clash that got into the store anyway: an older replica in
-    // a rollout, an owner back after longer than the hold): the older owner keeps it, so it is left out here.
-    const owned = await this.ownedElsewhere(all.map((x) => x.name));
-    for (const [name, o] of owned) {
-      this.log.error({ schedule: name, owner: o.source, ownerReplica: o.replica }, `stored schedule "${name}" refused on this replica: the name is owned by ${ownerText(o)}, which had it first (remove the stored one, or the name from the file, to settle it)`);
-    }
     this.applied.clear();
     this.refused.clear();
-    for (const [name, o] of owned) this.refused.set(name, o);
-    for (const c of await this.compileAll(all)) this.applied.set(c.schedule.name, c);
+    // A page at a time: read, compiled, dropped (1,000,000 definitions read at once were ~1 GB of the peak).
+    for await (const page of this.store.pages()) {
+      // A stored name a schedule file or Schedule owns (a clash that got into the store anyway: an older replica
+      // in a rollout, an owner back after longer than the hold): the older owner keeps it, so it is left out here.
+      const owned = await this.ownedElsewhere(page.map((x) => x.name));
+      for (const [name, o] of owned) {
+        this.log.error({ schedule: name, owner: o.source, ownerReplica: o.replica }, `stored schedule "${name}" refused on this replica: the name is owned by ${ownerText(o)}, which had it first (remove the stored one, or the name from the file, to settle it)`);
+        this.refused.set(name, o);
+      }
+      for (const c of await this.compileAll(page)) this.applied.set(c.schedule.name, c);
+    }
     return this.schedules();
   }
 
@@ -185,17 +187,25 @@ export class StoredSchedules {
     this.lastId = await this.store.lastChangeId();
     const counter = await this.store.currentVersion();
     const lost = counter < this.seenVersion;
-    const all = await this.store.all();
-    const names = new Set(all.map((s) => s.name));
+    // Page by page: only the names are kept, and the definitions that differ from what runs.
+    const names = new Set<string>();
+    const upserted: StoredSchedule[] = [];
+    let stored = 0;
+    for await (const page of this.store.pages()) {
+      for (const s of page) {
+        names.add(s.name);
+        stored++;
+        if (lost || (this.applied.get(s.name)?.version ?? -1) < s.version) upserted.push(s);
+      }
+    }
     const removed = [...this.applied.keys()].filter((n) => !names.has(n));
     if (lost) {
       this.log.error(
-        { versionSeen: this.seenVersion, versionNow: counter, stopped: removed.length, stored: all.length },
+        { versionSeen: this.seenVersion, versionNow: counter, stopped: removed.length, stored },
         `the schedule store went back from version ${this.seenVersion} to ${counter}: Redis lost it (restarted without its data?); ` +
           `${removed.length} stored schedule(s) this replica ran are no longer stored and stop here; write them again (flock.schedules.upsert, cronflock apply -f) — run Redis with appendonly yes`,
       );
     } else this.log.warn({ after: this.lastId }, 'the stored schedules\' change stream was trimmed past this replica; reading every stored schedule again');
-    const upserted = lost ? all : all.filter((s) => (this.applied.get(s.name)?.version ?? -1) < s.version);
     this.seenVersion = counter;
     this.appliedVersion = Math.min(this.appliedVersion, counter);
     await this.applyDiff(upserted, removed, apply);

@@ -462,16 +462,25 @@ export class ScheduleStore {
     return { items, cursor: cursor! };
   }
 
-  /** Every stored schedule, read page by page (what a replica reads at start and after a trimmed stream). */
+  /** Every stored schedule, read page by page (for tests and tools; a replica reads {@link pages}). */
   async all(): Promise<StoredSchedule[]> {
     const out: StoredSchedule[] = [];
+    for await (const page of this.pages()) out.push(...page);
+    return out;
+  }
+
+  /**
+   * Every stored schedule in name order, a page (≤ 1,000) at a time: what a replica reads at start and after a
+   * trimmed stream, compiling each page before it reads the next, so that a million read definitions are never
+   * in memory at once (they were ~1 GB of a replica's peak at 1,000,000 stored schedules).
+   */
+  async *pages(): AsyncGenerator<StoredSchedule[]> {
     let cursor: string | undefined;
     do {
       const page = await this.list({ limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
-      out.push(...page.items);
+      yield page.items;
       cursor = page.cursor;
     } while (cursor !== undefined);
-    return out;
   }
 
   /**
