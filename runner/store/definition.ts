@@ -1,8 +1,10 @@
 /**
  * Validation of a stored schedule's definition: THE SAME code that validates a schedule file's entry (the zod
  * schema of runner/config/schema.ts, each job kind's compile, the cross-field checks of runner/config/load.ts),
- * run over a one-schedule file, so a definition is refused with the same codes, reasons and hints as the same
- * entry in a file. Only the field paths differ: `cron`, not `schedules[0].cron`.
+ * run over a one-schedule file's data (the loader's object step, `checkScheduleData`: no YAML, the definition is
+ * already an object), so a definition is refused with the same codes, reasons and hints as the same entry in a
+ * file, and compiles to the same schedule and definition hash. Only the field paths differ: `cron`, not
+ * `schedules[0].cron`.
  *
  * What a stored definition cannot use: the file-level blocks of a schedule file (`groups:` and `calendars:`), so
  * `group:` and `calendar:` names are refused (GROUP_UNKNOWN, CALENDAR_UNKNOWN) — a group or calendar defined by
@@ -10,7 +12,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson } from '../text/canonical-json.js';
-import { parseScheduleText, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
+import { checkScheduleData, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
 import type { ConfigErrorCode } from '../config/errors.js';
 import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
 import type { ScheduleFileInput } from '../config/schema.js';
@@ -149,8 +151,10 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string; wr
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
-  // JSON is YAML: the file loader reads it as it reads a file (so positions are of the one line; not shown).
-  const r = await parseScheduleText(`{"schedules":[${json}]}`, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
+  // The file loader's object step over the definition as stored (JSON.parse of its canonical JSON, as every
+  // replica reads it: `undefined` members gone, and a copy the compiled schedule may keep): what reading
+  // `{"schedules":[<json>]}` as a schedule file gives, without the YAML document (checkScheduleData).
+  const r = await checkScheduleData({ schedules: [JSON.parse(json) as unknown] }, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
   if (r.errors.length > 0 || relative.length > 0) {
     const refusedFields = new Set(relative.map((p) => p.field));
     const problems = r.errors.filter((e) => !refusedFields.has(e.field.replace(PREFIX, ''))).map((e) => ({
