@@ -321,7 +321,7 @@ export async function parseScheduleText(
 export async function checkScheduleData(data: unknown, fileName: string, opts: { baseDir: string }): Promise<FileLoadResult> {
   const positions = new JsonPositions(data);
   const items = listOf(data);
-  const protoErrors = protoKeyPaths(data, []).map(
+  const protoErrors = protoKeyPaths(data).map(
     (path) => new ConfigError({ code: 'SCHEMA_INVALID', file: fileName, ...positions.position(path, true), field: fieldPath(path), reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }),
   );
   const names: NameDefinition[] = [];
@@ -356,15 +356,28 @@ function listOf(data: unknown): unknown[] {
   return Array.isArray(rawList) ? rawList : [];
 }
 
-/** The paths (`schedules[0].job.headers.__proto__`) of every own `__proto__` key in plain data. */
-function protoKeyPaths(value: unknown, at: Path): Path[] {
-  if (value === null || typeof value !== 'object') return [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...at, i]));
+/** The paths (`schedules[0].job.headers.__proto__`) of every own `__proto__` key in plain data (not inside another's value). */
+function protoKeyPaths(data: unknown): Path[] {
   const out: Path[] = [];
-  for (const k of Object.keys(value)) {
-    if (k === '__proto__') out.push([...at, k]);
-    else out.push(...protoKeyPaths((value as Record<string, unknown>)[k], [...at, k]));
-  }
+  const path: Path = [];
+  const visit = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        path.push(i);
+        visit(value[i]);
+        path.pop();
+      }
+      return;
+    }
+    for (const k of Object.keys(value)) {
+      path.push(k);
+      if (k === '__proto__') out.push([...path]);
+      else visit((value as Record<string, unknown>)[k]);
+      path.pop();
+    }
+  };
+  visit(data);
   return out;
 }
 

@@ -13,7 +13,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson } from '../text/canonical-json.js';
 import { checkScheduleData, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
-import type { ConfigErrorCode } from '../config/errors.js';
+import { fieldPath, type ConfigErrorCode } from '../config/errors.js';
 import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
 import type { ScheduleFileInput } from '../config/schema.js';
 
@@ -85,44 +85,73 @@ export function tooLargeProblem(bytes: number): DefinitionProblem {
  * `job.params` or in a list (JSON.stringify drops or nulls them, so the handler would get something else than
  * was stored). Elsewhere a key whose value is `undefined` counts as absent, as TypeScript's optional fields do.
  */
-export function nonJsonValues(v: unknown, path = '', inParams = false, seen = new Set<object>()): DefinitionProblem[] {
-  const problem = (what: string, hint: string): DefinitionProblem[] => [{ code: 'NOT_JSON', field: path, reason: `${what}, which JSON cannot store`, hint }];
-  switch (typeof v) {
-    case 'function':
-      return problem('is a function', 'a definition is data: pass the value the function would compute, or name a handler (kind: handler) that computes it');
-    case 'symbol':
-      return problem('is a symbol', 'use a string instead');
-    case 'bigint':
-      return problem(`is a BigInt (${v}n)`, `pass it as a string ("${v}") or, when it is at most ${Number.MAX_SAFE_INTEGER}, as a number`);
-    case 'number':
-      return Number.isFinite(v) ? [] : problem(`is ${v}`, 'use a finite number, or null');
-    case 'undefined':
-      return inParams ? problem('is undefined', 'leave the key out, or use null') : [];
-    case 'object': {
-      if (v === null) return [];
-      if (seen.has(v)) return problem('refers back to itself (a cycle)', 'pass a copy without the cycle');
-      const proto = Object.getPrototypeOf(v) as unknown;
-      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
-        if (v instanceof Date) return problem('is a Date', `pass it as text: ${Number.isNaN(v.getTime()) ? 'an ISO 8601 time' : `"${v.toISOString()}"`} (date.toISOString())`);
-        const kind = (v as { constructor?: { name?: string } }).constructor?.name || 'object';
-        return problem(`is a ${kind}, not a plain object or list`, v instanceof Map || v instanceof Set ? `pass a plain object or list (Object.fromEntries(map), [...set])` : 'pass a plain object with its fields');
-      }
-      seen.add(v);
-      const out: DefinitionProblem[] = [];
-      if (Array.isArray(v)) {
-        for (const [i, x] of v.entries()) out.push(...nonJsonValues(x, `${path}[${i}]`, true, seen));
-      } else {
-        for (const [k, x] of Object.entries(v)) {
-          const p = path ? `${path}.${k}` : k;
-          out.push(...nonJsonValues(x, p, inParams || p === 'job.params', seen));
-        }
-      }
-      seen.delete(v);
-      return out;
+export function nonJsonValues(v: unknown): DefinitionProblem[] {
+  return walkDefinition(v).nonJson;
+}
+
+/**
+ * One walk over a definition for what the schema cannot see: {@link nonJsonValues} and the paths of own
+ * `__proto__` keys (outside the value of another `__proto__` key). Field paths are built only for what it finds:
+ * on a clean definition (every one a replica reads back) it allocates next to nothing.
+ */
+function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys: string[] } {
+  const nonJson: DefinitionProblem[] = [];
+  const protoKeys: string[] = [];
+  const path: (string | number)[] = [];
+  const seen = new Set<object>();
+  const problem = (what: string, hint: string): void => {
+    nonJson.push({ code: 'NOT_JSON', field: fieldPath(path), reason: `${what}, which JSON cannot store`, hint });
+  };
+  const visit = (v: unknown, inParams: boolean, underProto: boolean): void => {
+    switch (typeof v) {
+      case 'function':
+        return problem('is a function', 'a definition is data: pass the value the function would compute, or name a handler (kind: handler) that computes it');
+      case 'symbol':
+        return problem('is a symbol', 'use a string instead');
+      case 'bigint':
+        return problem(`is a BigInt (${v}n)`, `pass it as a string ("${v}") or, when it is at most ${Number.MAX_SAFE_INTEGER}, as a number`);
+      case 'number':
+        if (!Number.isFinite(v)) problem(`is ${v}`, 'use a finite number, or null');
+        return;
+      case 'undefined':
+        if (inParams) problem('is undefined', 'leave the key out, or use null');
+        return;
+      case 'object':
+        break;
+      default:
+        return;
     }
-    default:
-      return [];
-  }
+    if (v === null) return;
+    if (seen.has(v)) return problem('refers back to itself (a cycle)', 'pass a copy without the cycle');
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+      if (v instanceof Date) return problem('is a Date', `pass it as text: ${Number.isNaN(v.getTime()) ? 'an ISO 8601 time' : `"${v.toISOString()}"`} (date.toISOString())`);
+      const kind = (v as { constructor?: { name?: string } }).constructor?.name || 'object';
+      return problem(`is a ${kind}, not a plain object or list`, v instanceof Map || v instanceof Set ? `pass a plain object or list (Object.fromEntries(map), [...set])` : 'pass a plain object with its fields');
+    }
+    seen.add(v);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        path.push(i);
+        visit(v[i], true, underProto);
+        path.pop();
+      }
+    } else {
+      const map = v as Record<string, unknown>;
+      for (const k of Object.keys(map)) {
+        path.push(k);
+        const isProto = k === '__proto__';
+        if (isProto && !underProto) protoKeys.push(fieldPath(path));
+        // `job.params` as the dotted path the field has (a top-level key "job.params" counts too, as it always did).
+        const params = inParams || (path.length === 2 && path[0] === 'job' && k === 'params') || (path.length === 1 && k === 'job.params');
+        visit(map[k], params, underProto || isProto);
+        path.pop();
+      }
+    }
+    seen.delete(v);
+  };
+  visit(def, false, false);
+  return { nonJson, protoKeys };
 }
 
 /**
@@ -138,12 +167,11 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string; wr
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
   }
   // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
-  const nonJson = nonJsonValues(def);
+  const { nonJson, protoKeys } = walkDefinition(def);
   if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
-  // An own `__proto__` key (JSON.parse makes one) would vanish in canonicalJson's copy, and what it holds with
-  // it: refused as the file loader refuses it (yaml-position.ts), wherever it is. After the check above, which
-  // refuses cycles (the walk below would not end).
-  const protoKeys = protoKeyPaths(def, '');
+  // An own `__proto__` key (JSON.parse makes one, so a replica reading the store must look too) would vanish in
+  // canonicalJson's copy, and what it holds with it: refused as the file loader refuses it (yaml-position.ts),
+  // wherever it is.
   if (protoKeys.length > 0) {
     return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
   }
@@ -195,19 +223,6 @@ export function relativePathProblems(def: unknown, baseDir: string): DefinitionP
       reason: `"${v}" is a relative path; a stored schedule runs on every replica, and each would resolve it in its own working directory, not where it was written`,
       hint: `write the absolute path as the replicas see it (here: ${resolve(baseDir, v)})${key === 'path' ? ', or use kind: handler' : ''}`,
     });
-  }
-  return out;
-}
-
-/** The dotted paths (`job.headers.__proto__`, `list[0].__proto__`) of every own `__proto__` key in `value`. */
-function protoKeyPaths(value: unknown, at: string): string[] {
-  if (value === null || typeof value !== 'object') return [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, `${at}[${i}]`));
-  const out: string[] = [];
-  for (const k of Object.keys(value)) {
-    const field = at ? `${at}.${k}` : k;
-    if (k === '__proto__') out.push(field);
-    else out.push(...protoKeyPaths((value as Record<string, unknown>)[k], field));
   }
   return out;
 }
