@@ -12,7 +12,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson } from '../text/canonical-json.js';
-import { checkScheduleData, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
+import { checkScheduleData, type CompiledSchedule, type FileLoadResult, type ScheduleSource } from '../config/load.js';
 import { fieldPath, type ConfigErrorCode } from '../config/errors.js';
 import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
 import type { ScheduleFileInput } from '../config/schema.js';
@@ -155,13 +155,38 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
 }
 
 /**
- * Validates and compiles one definition the way a schedule file's entry is (see the module docs).
+ * Validates and compiles one definition the way a schedule file's entry is (see the module docs): one function
+ * for writers (library upsert, API PUT, `cronflock apply`) and replicas (each stored definition at start and each
+ * change).
  * Relative module paths resolve against `baseDir` (default: the working directory).
- * `writing`: the definition is about to be stored (library upsert, API PUT, `cronflock apply`), where a relative
- * path is refused ({@link relativePathProblems}); replicas compile what is stored without it.
+ * `writing`: the definition is about to be stored, where a relative path is refused ({@link relativePathProblems});
+ * replicas compile what is stored without it.
+ * Per call, in order: non-JSON values and `__proto__` keys (one walk; a replica's definition comes from JSON.parse,
+ * which makes `__proto__` an own key, so it is looked for there too), the canonical JSON and its size cap, then
+ * the file loader's object step (runner/config/load.ts `checkScheduleData`) over that JSON read back.
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
  */
 export async function checkDefinition(def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
+  return checkDefinitionBy(compileStored, def, opts);
+}
+
+/**
+ * The loader step of {@link checkDefinition}: the definition's canonical JSON `json` as a one-schedule file,
+ * `data` being that JSON read back (`{ schedules: [JSON.parse(json)] }`); errors name `schedules[0].<field>`.
+ */
+export type DefinitionCompiler = (data: { schedules: [unknown] }, json: string, fileName: string, baseDir: string) => Promise<FileLoadResult>;
+
+/**
+ * The object step (no YAML document): what reading `{"schedules":[<json>]}` as a schedule file gives, held to
+ * that by runner/store/definition.test.ts (which passes {@link checkDefinitionBy} the text step instead).
+ */
+const compileStored: DefinitionCompiler = (data, _json, fileName, baseDir) => checkScheduleData(data, fileName, { baseDir });
+
+/**
+ * {@link checkDefinition} with its loader step given: for the test that compares the object step with the file's
+ * text step; everything around the step (the checks before it, the problems' fields and words after) is shared.
+ */
+export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
   const name = typeof (def as { name?: unknown } | null)?.name === 'string' ? (def as { name: string }).name : '?';
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
@@ -179,10 +204,9 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string; wr
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
-  // The file loader's object step over the definition as stored (JSON.parse of its canonical JSON, as every
-  // replica reads it: `undefined` members gone, and a copy the compiled schedule may keep): what reading
-  // `{"schedules":[<json>]}` as a schedule file gives, without the YAML document (checkScheduleData).
-  const r = await checkScheduleData({ schedules: [JSON.parse(json) as unknown] }, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
+  // The loader over the definition as stored (JSON.parse of its canonical JSON, as every replica reads it:
+  // `undefined` members gone, and a copy the compiled schedule may keep).
+  const r = await compile({ schedules: [JSON.parse(json) as unknown] }, json, `schedule ${name}`, opts.baseDir ?? process.cwd());
   if (r.errors.length > 0 || relative.length > 0) {
     const refusedFields = new Set(relative.map((p) => p.field));
     const problems = r.errors.filter((e) => !refusedFields.has(e.field.replace(PREFIX, ''))).map((e) => ({
