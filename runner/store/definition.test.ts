@@ -35,6 +35,7 @@ const cases: { what: string; def: unknown; writing?: boolean; ok: boolean }[] = 
   { what: 'a cron blackout (windows attached)', ok: true, def: { name: 'b', cron: '0 * * * *', blackouts: [{ cron: '0 2 * * *', duration: '2h', action: 'skip', name: 'nightly' }], job: HTTP } },
   { what: 'a module job at an absolute path', ok: true, writing: true, def: { name: 'm', cron: '0 * * * *', job: { kind: 'module', path: join(base, 'job.mjs') } } },
   { what: 'H in the cron (hashed by name)', ok: true, def: { name: 'hh', cron: 'H H * * *', job: HTTP } },
+  { what: 'undefined members (left out, as JSON leaves them)', ok: true, def: { name: 'u', cron: '0 * * * *', timeZone: undefined, extra: undefined, job: { ...HTTP, method: undefined } } },
   { what: 'bad cron', ok: false, def: { name: 'a', cron: '61 * * * *', job: HTTP } },
   { what: 'bad cron and bad zone', ok: false, def: { name: 'a', cron: '61 * * * *', timeZone: 'Mars/Olympus', job: HTTP } },
   { what: 'unknown job kind', ok: false, def: { name: 'a', cron: '* * * * *', job: { kind: 'ftp', url: 'ftp://x' } } },
