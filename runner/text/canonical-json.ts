@@ -7,8 +7,7 @@
  * with its keys sorted). Plain data (plain objects and lists of text, numbers, booleans and null: what JSON.parse
  * gives and what definitions are) is written by a direct walk that gives the same text 2–3× faster, which counts
  * where every replica hashes every stored definition (runner/store/definition.ts); anything else (Dates and other
- * objects with toJSON, class instances, Maps, BigInt, cycles, integer-like keys, `__proto__` keys, nesting deeper
- * than 200) is written by the replacer, with its results and errors.
+ * objects with toJSON, class instances, Maps, BigInt, cycles, `__proto__` keys, nesting deeper than 200) is written by the replacer, with its results and errors.
  */
 export function canonicalJson(value: unknown): string {
   const sorted = sortedPlain(value, 0);
@@ -27,12 +26,6 @@ export function canonicalJsonByReplacer(value: unknown): string {
 
 const MAX_FAST_DEPTH = 200;
 const NOT_PLAIN: unique symbol = Symbol('not plain data');
-
-/** An array index as a key: JavaScript lists those first in an object, so the replacer's sorted copy reorders them. */
-function indexLike(k: string): boolean {
-  const c = k.charCodeAt(0);
-  return c >= 48 && c <= 57 && /^(?:0|[1-9]\d*)$/.test(k);
-}
 
 /**
  * `v` with the keys of every object in sorted order (`v` itself, untouched, where they already are: the canonical
@@ -69,11 +62,13 @@ function sortedPlain(v: unknown, depth: number): unknown {
   let inOrder = true;
   for (let i = 1; i < keys.length && inOrder; i++) inOrder = keys[i - 1]! < keys[i]!;
   if (!inOrder) keys.sort();
-  // Keys already in order (the canonical JSON read back): `v` itself unless a member changes.
+  // Keys already in order (the canonical JSON read back): `v` itself unless a member changes. Integer-like keys
+  // need no care: JavaScript lists them first in the input and in the copy alike, as in the replacer's copy.
   let out: Record<string, unknown> | undefined = inOrder ? undefined : {};
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    if (k === '__proto__' || indexLike(k)) return NOT_PLAIN;
+    // The replacer's copy drops an own __proto__ key (assigning it sets the copy's prototype): it writes those.
+    if (k === '__proto__') return NOT_PLAIN;
     const x = map[k];
     if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue; // JSON leaves it out
     const y = sortedPlain(x, depth + 1);
