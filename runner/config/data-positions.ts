@@ -27,9 +27,10 @@ export interface Positions {
 /**
  * Own keys of a plain map in the order canonicalJson writes them: it copies the keys sorted by UTF-16 code units
  * into a new object, whose integer-like keys JavaScript then lists first (ascending); undefined members are left out.
+ * An own `__proto__` key (which canonicalJson drops) keeps its sorted place, as in JSON text that has one.
  */
 function sortedKeys(map: Record<string, unknown>): string[] {
-  const sorted: Record<string, true> = {};
+  const sorted = Object.create(null) as Record<string, true>;
   for (const k of Object.keys(map).sort()) if (map[k] !== undefined) sorted[k] = true;
   return Object.keys(sorted);
 }

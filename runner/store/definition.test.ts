@@ -114,6 +114,8 @@ describe('checkScheduleData: the loader without its YAML step', () => {
     `{"schedules":[]}`,
     `{"groups":{"g":{"maxConcurrent":1}},"schedules":[${canonicalJson({ name: 'a', cron: '* * * * *', group: 'g', job: HTTP })},${canonicalJson({ name: 'b', cron: '* * * * *', group: 'nope', job: HTTP })}]}`,
     `{"calendars":[{"name":"weekends","weekdays":["sat","sun"]}],"schedules":[${canonicalJson({ name: 'a', cron: '0 9 * * 1-5', calendar: { include: ['weekends'] }, job: HTTP })}]}`,
+    // __proto__ keys (canonicalJson drops them, so they are written out here), at the top and inside a map.
+    '{"schedules":[{"__proto__":{"suspend":true},"cron":"0 3 * * *","job":{"headers":{"__proto__":{"a":"b"}},"kind":"http","url":"http://127.0.0.1:1/x"},"name":"p"}]}',
     '{"schedule":[]}',
     '[1,2]',
   ];
