@@ -345,9 +345,10 @@ export async function checkScheduleData(data: unknown, fileName: string, opts: {
 function oneFileResult(checked: CheckedText, fileName: string): FileLoadResult {
   const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
   const errors = [...checked.errors, ...flock.errors];
-  if (errors.length === 0) errors.push(...neverRunErrors(attachWindows(checked.schedules, flock), checked.calendars));
+  const schedules = errors.length === 0 ? attachWindows(checked.schedules, flock) : [];
+  if (errors.length === 0) errors.push(...neverRunErrors(schedules, checked.calendars));
   errors.sort(byPosition);
-  return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors, warnings: checked.warnings } : { schedules: [], errors };
+  return errors.length === 0 ? { schedules, errors, warnings: checked.warnings } : { schedules: [], errors };
 }
 
 /** The `schedules` list of a file's data ([] when there is none). */
