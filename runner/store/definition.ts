@@ -164,6 +164,10 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
  * Per call, in order: non-JSON values and `__proto__` keys (one walk; a replica's definition comes from JSON.parse,
  * which makes `__proto__` an own key, so it is looked for there too), the canonical JSON and its size cap, then
  * the file loader's object step (runner/config/load.ts `checkScheduleData`) over that JSON read back.
+ * Replicas skip none of it, on purpose: the walk costs under 1 µs and must run anyway for `__proto__`; on a stored
+ * definition (keys already sorted) the canonical JSON is one JSON.stringify of the object as it is, and the size
+ * cap then also holds for what was written to Redis by other means; the read-back copy (~1 µs) keeps the compiled
+ * schedule from sharing objects with the caller's. What a replica saves is the YAML document (~100 µs).
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
  */
 export async function checkDefinition(def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
