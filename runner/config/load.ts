@@ -17,7 +17,8 @@ import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
 import type { GroupLimits, RateLimit } from './groups-schema.js';
 import { scheduleFileSchema, type CatchUpPolicy, type ConcurrencyPolicy, type OnResumePolicy, type ValidatedSchedule } from './schema.js';
 import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge } from './files.js';
-import { Locator, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
+import { Locator, PROTO_KEY_HINT, PROTO_KEY_REASON, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
+import { JsonPositions, type Positions } from './data-positions.js';
 import { issueProblems, type Problem } from './messages.js';
 import { compileJobs, compiled } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
@@ -300,14 +301,86 @@ export async function parseScheduleText(
   fileName: string,
   opts: { baseDir?: string } = {},
 ): Promise<FileLoadResult> {
-  const checked = await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map());
-  const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
-  const errors = [...checked.errors, ...flock.errors];
-  if (errors.length === 0) errors.push(...neverRunErrors(attachWindows(checked.schedules, flock), checked.calendars));
-  errors.sort(byPosition);
-  return errors.length === 0 ? { schedules: attachWindows(checked.schedules, flock), errors, warnings: checked.warnings } : { schedules: [], errors };
+  return oneFileResult(await checkText(text, fileName, opts.baseDir ?? dirname(resolve(fileName)), new Map()), fileName);
 }
 
+/**
+ * Validates and compiles the content of one schedule file that is already plain data (`{ schedules: [...] }`, as
+ * JSON.parse gives it: maps, lists, text, finite numbers, booleans, null), without the YAML step: the object step
+ * of {@link parseScheduleText} (the same zod schema, cross-field checks, job-kind compile, calendar resolution),
+ * so the same data gives the same schedules (definition hashes included) and the same errors (codes, fields,
+ * reasons, hints) as its JSON text read as a file. Made for stored definitions (runner/store/definition.ts), which
+ * every replica compiles at start and on each change: skipping the YAML document costs ~5× less.
+ *
+ * Positions: an error's `line:col` is where its node is in the canonical JSON of `data` (one line,
+ * runner/config/data-positions.ts), so errors are ordered as the file path orders them for that JSON; a
+ * schedule's `source` is `fileName` at line 0, col 0 (plain data has no position).
+ * An own `__proto__` key (JSON.parse makes one) is refused as in a file, with the same reason and hint.
+ * Relative paths (module jobs, `.ics` files) resolve against `opts.baseDir`.
+ */
+export async function checkScheduleData(data: unknown, fileName: string, opts: { baseDir: string }): Promise<FileLoadResult> {
+  const positions = new JsonPositions(data);
+  const items = listOf(data);
+  const protoErrors = protoKeyPaths(data).map(
+    (path) => new ConfigError({ code: 'SCHEMA_INVALID', file: fileName, ...positions.position(path, true), field: fieldPath(path), reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }),
+  );
+  const names: NameDefinition[] = [];
+  for (const [i, item] of items.entries()) {
+    const name = (item as { name?: unknown } | null)?.name;
+    if (typeof name === 'string') names.push({ name, file: fileName, line: 0, col: 0, field: fieldPath(['schedules', i, 'name']) });
+  }
+  const checked = await checkData(data, {
+    file: fileName,
+    baseDir: opts.baseDir,
+    memo: new Map(),
+    positions: () => positions,
+    entryAt: items.map(() => ({ line: 0, col: 0 })),
+    names,
+    protoErrors,
+  });
+  return oneFileResult(checked, fileName);
+}
+
+/** One file's result on its own: its calendar names resolved against its own calendars, calendars that never run refused. */
+function oneFileResult(checked: CheckedText, fileName: string): FileLoadResult {
+  const flock = resolveFlockCalendars([{ file: fileName, ok: checked.errors.length === 0, calendars: checked.calendars }]);
+  const errors = [...checked.errors, ...flock.errors];
+  const schedules = errors.length === 0 ? attachWindows(checked.schedules, flock) : [];
+  if (errors.length === 0) errors.push(...neverRunErrors(schedules, checked.calendars));
+  errors.sort(byPosition);
+  return errors.length === 0 ? { schedules, errors, warnings: checked.warnings } : { schedules: [], errors };
+}
+
+/** The `schedules` list of a file's data ([] when there is none). */
+function listOf(data: unknown): unknown[] {
+  const rawList = (data as { schedules?: unknown } | null)?.schedules;
+  return Array.isArray(rawList) ? rawList : [];
+}
+
+/** The paths (`schedules[0].job.headers.__proto__`) of every own `__proto__` key in plain data (not inside another's value). */
+function protoKeyPaths(data: unknown): Path[] {
+  const out: Path[] = [];
+  const path: Path = [];
+  const visit = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        path.push(i);
+        visit(value[i]);
+        path.pop();
+      }
+      return;
+    }
+    for (const k of Object.keys(value)) {
+      path.push(k);
+      if (k === '__proto__') out.push([...path]);
+      else visit((value as Record<string, unknown>)[k]);
+      path.pop();
+    }
+  };
+  visit(data);
+  return out;
+}
 
 const DONE: Promise<never> = new Promise<never>(() => {});
 
@@ -403,22 +476,9 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   let located: Locator | undefined = new Locator(doc, at);
   const locator = (): Locator => (located ??= new Locator(parseDocument(text, YAML_OPTIONS), at));
   const protoErrors = protoKeyErrors(doc, file, at);
-  const toError = (p: Problem): ConfigError => {
-    const pos = locator().position(p.path, p.atKey ?? false);
-    return new ConfigError({
-      code: p.code,
-      file,
-      line: pos.line,
-      col: pos.col,
-      field: fieldPath(p.path),
-      reason: p.reason,
-      ...(p.hint ? { hint: p.hint } : {}),
-      ...(p.cause === undefined ? {} : { cause: p.cause }),
-    });
-  };
 
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
-    const e = toError({
+    const e = problemError(file, locator(), {
       code: 'NO_SCHEDULES',
       path: [],
       reason: 'the file defines no schedules',
@@ -435,8 +495,7 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   }
 
   // The positions every schedule needs, read now; then the document goes.
-  const rawList = (data as { schedules?: unknown } | null)?.schedules;
-  const items: unknown[] = Array.isArray(rawList) ? rawList : [];
+  const items = listOf(data);
   const names: NameDefinition[] = [];
   const entryAt: { line: number; col: number }[] = [];
   for (const [i, item] of items.entries()) {
@@ -448,14 +507,39 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   }
   doc = undefined;
   located = undefined;
+  return checkData(data, { file, baseDir, memo, positions: locator, entryAt, names, protoErrors });
+}
 
+/** What the object step needs besides the data: where things are, and what the text step found. */
+interface DataContext {
+  file: string;
+  baseDir: string;
+  memo: Map<string, Promise<unknown>>;
+  /** Positions for errors (called only when there is one to place). */
+  positions: () => Positions;
+  /** Position of each entry of the `schedules` list (a compiled schedule's `source`). */
+  entryAt: readonly { line: number; col: number }[];
+  names: NameDefinition[];
+  /** The refusals of `__proto__` keys, found by the text step (a strict map's "unknown key" for them is left out). */
+  protoErrors: ConfigError[];
+}
+
+/**
+ * The object step, shared by files ({@link checkText}) and plain data ({@link checkScheduleData}): one zod pass
+ * (shape, defaults, cross-field checks), each job kind's compile, the file's calendars, then the compiled
+ * schedules with their definition hashes, or every problem found.
+ */
+async function checkData(data: unknown, ctx: DataContext): Promise<CheckedText> {
+  const { file, baseDir, memo, entryAt, names, protoErrors } = ctx;
+  const toError = (p: Problem): ConfigError => problemError(file, ctx.positions(), p);
+  const items = listOf(data);
   const parsed = scheduleFileSchema.safeParse(data);
-  const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, locator(), file));
+  const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, ctx.positions(), file));
 
   // Each job kind's load-time compile, for every job block that is valid on its own (compile.ts).
   const compiledJobs = await compileJobs(items, parsed.success ? parsed.data.schedules : undefined, problems, baseDir, memo);
 
-  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => locator().position(path, false));
+  const fileCalendars = await readFileCalendars(data, file, baseDir, (path) => ctx.positions().position(path, false));
   problems.push(...fileCalendars.problems);
 
   // A strict map also calls a __proto__ key unknown: the key's own error says more.
@@ -476,6 +560,21 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
     ];
   });
   return { schedules, errors: [], names, warnings, calendars: fileCalendars.calendars };
+}
+
+/** A problem as a ConfigError at the position of its path. */
+function problemError(file: string, positions: Positions, p: Problem): ConfigError {
+  const pos = positions.position(p.path, p.atKey ?? false);
+  return new ConfigError({
+    code: p.code,
+    file,
+    line: pos.line,
+    col: pos.col,
+    field: fieldPath(p.path),
+    reason: p.reason,
+    ...(p.hint ? { hint: p.hint } : {}),
+    ...(p.cause === undefined ? {} : { cause: p.cause }),
+  });
 }
 
 /** A group's limits in words, e.g. "2 at once, 10 per 1000 ms" (also the key two files' limits are compared by). */

@@ -6,7 +6,8 @@
 import type { z } from 'zod';
 import type { ConfigErrorCode } from './errors.js';
 import { scheduleFileSchema } from './schema.js';
-import type { Locator, Path } from './yaml-position.js';
+import type { Path } from './yaml-position.js';
+import type { Positions } from './data-positions.js';
 import { editDistance } from '../text/edit-distance.js';
 
 const DURATION_KEYS = new Set(['jitter', 'startingDeadline', 'timeout', 'overdueGrace']);
@@ -26,7 +27,7 @@ export interface Problem {
  * The problems of one zod issue on the parsed file `data` (one per unknown key; otherwise one), with codes of
  * {@link ConfigErrorCode}; `locator` tells whether a path exists and where a first definition is.
  */
-export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Locator, file: string): Problem[] {
+export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: Positions, file: string): Problem[] {
   const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
   const params = (issue as { params?: Record<string, unknown> }).params;
   const last = path[path.length - 1];

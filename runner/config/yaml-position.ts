@@ -18,6 +18,7 @@ import {
 import { ConfigError, fieldPath } from './errors.js';
 import { unclosedMessage, unclosedOpenings } from './yaml-unclosed.js';
 import { yamlMessage } from './yaml-messages.js';
+import type { Positions } from './data-positions.js';
 
 /** A field path: map keys and list indexes, outermost first. */
 export type Path = (string | number)[];
@@ -108,7 +109,7 @@ export function yamlErrors(
 }
 
 /** Finds the YAML node for a zod path and reports 1-based positions. */
-export class Locator {
+export class Locator implements Positions {
   constructor(
     private readonly doc: Document,
     private readonly at: (offset: number) => { line: number; col: number },

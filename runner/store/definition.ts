@@ -1,8 +1,10 @@
 /**
  * Validation of a stored schedule's definition: THE SAME code that validates a schedule file's entry (the zod
  * schema of runner/config/schema.ts, each job kind's compile, the cross-field checks of runner/config/load.ts),
- * run over a one-schedule file, so a definition is refused with the same codes, reasons and hints as the same
- * entry in a file. Only the field paths differ: `cron`, not `schedules[0].cron`.
+ * run over a one-schedule file's data (the loader's object step, `checkScheduleData`: no YAML, the definition is
+ * already an object), so a definition is refused with the same codes, reasons and hints as the same entry in a
+ * file, and compiles to the same schedule and definition hash. Only the field paths differ: `cron`, not
+ * `schedules[0].cron`.
  *
  * What a stored definition cannot use: the file-level blocks of a schedule file (`groups:` and `calendars:`), so
  * `group:` and `calendar:` names are refused (GROUP_UNKNOWN, CALENDAR_UNKNOWN) — a group or calendar defined by
@@ -10,8 +12,8 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson } from '../text/canonical-json.js';
-import { parseScheduleText, type CompiledSchedule, type ScheduleSource } from '../config/load.js';
-import type { ConfigErrorCode } from '../config/errors.js';
+import { checkScheduleData, type CompiledSchedule, type FileLoadResult, type ScheduleSource } from '../config/load.js';
+import { fieldPath, type ConfigErrorCode } from '../config/errors.js';
 import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
 import type { ScheduleFileInput } from '../config/schema.js';
 
@@ -83,65 +85,122 @@ export function tooLargeProblem(bytes: number): DefinitionProblem {
  * `job.params` or in a list (JSON.stringify drops or nulls them, so the handler would get something else than
  * was stored). Elsewhere a key whose value is `undefined` counts as absent, as TypeScript's optional fields do.
  */
-export function nonJsonValues(v: unknown, path = '', inParams = false, seen = new Set<object>()): DefinitionProblem[] {
-  const problem = (what: string, hint: string): DefinitionProblem[] => [{ code: 'NOT_JSON', field: path, reason: `${what}, which JSON cannot store`, hint }];
-  switch (typeof v) {
-    case 'function':
-      return problem('is a function', 'a definition is data: pass the value the function would compute, or name a handler (kind: handler) that computes it');
-    case 'symbol':
-      return problem('is a symbol', 'use a string instead');
-    case 'bigint':
-      return problem(`is a BigInt (${v}n)`, `pass it as a string ("${v}") or, when it is at most ${Number.MAX_SAFE_INTEGER}, as a number`);
-    case 'number':
-      return Number.isFinite(v) ? [] : problem(`is ${v}`, 'use a finite number, or null');
-    case 'undefined':
-      return inParams ? problem('is undefined', 'leave the key out, or use null') : [];
-    case 'object': {
-      if (v === null) return [];
-      if (seen.has(v)) return problem('refers back to itself (a cycle)', 'pass a copy without the cycle');
-      const proto = Object.getPrototypeOf(v) as unknown;
-      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
-        if (v instanceof Date) return problem('is a Date', `pass it as text: ${Number.isNaN(v.getTime()) ? 'an ISO 8601 time' : `"${v.toISOString()}"`} (date.toISOString())`);
-        const kind = (v as { constructor?: { name?: string } }).constructor?.name || 'object';
-        return problem(`is a ${kind}, not a plain object or list`, v instanceof Map || v instanceof Set ? `pass a plain object or list (Object.fromEntries(map), [...set])` : 'pass a plain object with its fields');
-      }
-      seen.add(v);
-      const out: DefinitionProblem[] = [];
-      if (Array.isArray(v)) {
-        for (const [i, x] of v.entries()) out.push(...nonJsonValues(x, `${path}[${i}]`, true, seen));
-      } else {
-        for (const [k, x] of Object.entries(v)) {
-          const p = path ? `${path}.${k}` : k;
-          out.push(...nonJsonValues(x, p, inParams || p === 'job.params', seen));
-        }
-      }
-      seen.delete(v);
-      return out;
-    }
-    default:
-      return [];
-  }
+export function nonJsonValues(v: unknown): DefinitionProblem[] {
+  return walkDefinition(v).nonJson;
 }
 
 /**
- * Validates and compiles one definition the way a schedule file's entry is (see the module docs).
+ * One walk over a definition for what the schema cannot see: {@link nonJsonValues} and the paths of own
+ * `__proto__` keys (outside the value of another `__proto__` key). Field paths are built only for what it finds:
+ * on a clean definition (every one a replica reads back) it allocates next to nothing.
+ */
+function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys: string[] } {
+  const nonJson: DefinitionProblem[] = [];
+  const protoKeys: string[] = [];
+  const path: (string | number)[] = [];
+  const seen = new Set<object>();
+  const problem = (what: string, hint: string): void => {
+    nonJson.push({ code: 'NOT_JSON', field: fieldPath(path), reason: `${what}, which JSON cannot store`, hint });
+  };
+  const visit = (v: unknown, inParams: boolean, underProto: boolean): void => {
+    switch (typeof v) {
+      case 'function':
+        return problem('is a function', 'a definition is data: pass the value the function would compute, or name a handler (kind: handler) that computes it');
+      case 'symbol':
+        return problem('is a symbol', 'use a string instead');
+      case 'bigint':
+        return problem(`is a BigInt (${v}n)`, `pass it as a string ("${v}") or, when it is at most ${Number.MAX_SAFE_INTEGER}, as a number`);
+      case 'number':
+        if (!Number.isFinite(v)) problem(`is ${v}`, 'use a finite number, or null');
+        return;
+      case 'undefined':
+        if (inParams) problem('is undefined', 'leave the key out, or use null');
+        return;
+      case 'object':
+        break;
+      default:
+        return;
+    }
+    if (v === null) return;
+    if (seen.has(v)) return problem('refers back to itself (a cycle)', 'pass a copy without the cycle');
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+      if (v instanceof Date) return problem('is a Date', `pass it as text: ${Number.isNaN(v.getTime()) ? 'an ISO 8601 time' : `"${v.toISOString()}"`} (date.toISOString())`);
+      const kind = (v as { constructor?: { name?: string } }).constructor?.name || 'object';
+      return problem(`is a ${kind}, not a plain object or list`, v instanceof Map || v instanceof Set ? `pass a plain object or list (Object.fromEntries(map), [...set])` : 'pass a plain object with its fields');
+    }
+    seen.add(v);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        path.push(i);
+        visit(v[i], true, underProto);
+        path.pop();
+      }
+    } else {
+      const map = v as Record<string, unknown>;
+      for (const k of Object.keys(map)) {
+        path.push(k);
+        const isProto = k === '__proto__';
+        if (isProto && !underProto) protoKeys.push(fieldPath(path));
+        // `job.params` as the dotted path the field has (a top-level key "job.params" counts too, as it always did).
+        const params = inParams || (path.length === 2 && path[0] === 'job' && k === 'params') || (path.length === 1 && k === 'job.params');
+        visit(map[k], params, underProto || isProto);
+        path.pop();
+      }
+    }
+    seen.delete(v);
+  };
+  visit(def, false, false);
+  return { nonJson, protoKeys };
+}
+
+/**
+ * Validates and compiles one definition the way a schedule file's entry is (see the module docs): one function
+ * for writers (library upsert, API PUT, `cronflock apply`) and replicas (each stored definition at start and each
+ * change).
  * Relative module paths resolve against `baseDir` (default: the working directory).
- * `writing`: the definition is about to be stored (library upsert, API PUT, `cronflock apply`), where a relative
- * path is refused ({@link relativePathProblems}); replicas compile what is stored without it.
+ * `writing`: the definition is about to be stored, where a relative path is refused ({@link relativePathProblems});
+ * replicas compile what is stored without it.
+ * Per call, in order: non-JSON values and `__proto__` keys (one walk; a replica's definition comes from JSON.parse,
+ * which makes `__proto__` an own key, so it is looked for there too), the canonical JSON and its size cap, then
+ * the file loader's object step (runner/config/load.ts `checkScheduleData`) over that JSON read back.
+ * Replicas skip none of it, on purpose: the walk costs under 1 µs and must run anyway for `__proto__`; on a stored
+ * definition (keys already sorted) the canonical JSON is one JSON.stringify of the object as it is, and the size
+ * cap then also holds for what was written to Redis by other means; the read-back copy (~1 µs) keeps the compiled
+ * schedule from sharing objects with the caller's. What a replica saves is the YAML document (~100 µs).
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
  */
 export async function checkDefinition(def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
+  return checkDefinitionBy(compileStored, def, opts);
+}
+
+/**
+ * The loader step of {@link checkDefinition}: the definition's canonical JSON `json` as a one-schedule file,
+ * `data` being that JSON read back (`{ schedules: [JSON.parse(json)] }`); errors name `schedules[0].<field>`.
+ */
+export type DefinitionCompiler = (data: { schedules: [unknown] }, json: string, fileName: string, baseDir: string) => Promise<FileLoadResult>;
+
+/**
+ * The object step (no YAML document): what reading `{"schedules":[<json>]}` as a schedule file gives, held to
+ * that by runner/store/definition.test.ts (which passes {@link checkDefinitionBy} the text step instead).
+ */
+const compileStored: DefinitionCompiler = (data, _json, fileName, baseDir) => checkScheduleData(data, fileName, { baseDir });
+
+/**
+ * {@link checkDefinition} with its loader step given: for the test that compares the object step with the file's
+ * text step; everything around the step (the checks before it, the problems' fields and words after) is shared.
+ */
+export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
   const name = typeof (def as { name?: unknown } | null)?.name === 'string' ? (def as { name: string }).name : '?';
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
   }
   // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
-  const nonJson = nonJsonValues(def);
+  const { nonJson, protoKeys } = walkDefinition(def);
   if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
-  // An own `__proto__` key (JSON.parse makes one) would vanish in canonicalJson's copy, and what it holds with
-  // it: refused as the file loader refuses it (yaml-position.ts), wherever it is. After the check above, which
-  // refuses cycles (the walk below would not end).
-  const protoKeys = protoKeyPaths(def, '');
+  // An own `__proto__` key (JSON.parse makes one, so a replica reading the store must look too) would vanish in
+  // canonicalJson's copy, and what it holds with it: refused as the file loader refuses it (yaml-position.ts),
+  // wherever it is.
   if (protoKeys.length > 0) {
     return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
   }
@@ -149,8 +208,9 @@ export async function checkDefinition(def: unknown, opts: { baseDir?: string; wr
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
-  // JSON is YAML: the file loader reads it as it reads a file (so positions are of the one line; not shown).
-  const r = await parseScheduleText(`{"schedules":[${json}]}`, `schedule ${name}`, { baseDir: opts.baseDir ?? process.cwd() });
+  // The loader over the definition as stored (JSON.parse of its canonical JSON, as every replica reads it:
+  // `undefined` members gone, and a copy the compiled schedule may keep).
+  const r = await compile({ schedules: [JSON.parse(json) as unknown] }, json, `schedule ${name}`, opts.baseDir ?? process.cwd());
   if (r.errors.length > 0 || relative.length > 0) {
     const refusedFields = new Set(relative.map((p) => p.field));
     const problems = r.errors.filter((e) => !refusedFields.has(e.field.replace(PREFIX, ''))).map((e) => ({
@@ -191,19 +251,6 @@ export function relativePathProblems(def: unknown, baseDir: string): DefinitionP
       reason: `"${v}" is a relative path; a stored schedule runs on every replica, and each would resolve it in its own working directory, not where it was written`,
       hint: `write the absolute path as the replicas see it (here: ${resolve(baseDir, v)})${key === 'path' ? ', or use kind: handler' : ''}`,
     });
-  }
-  return out;
-}
-
-/** The dotted paths (`job.headers.__proto__`, `list[0].__proto__`) of every own `__proto__` key in `value`. */
-function protoKeyPaths(value: unknown, at: string): string[] {
-  if (value === null || typeof value !== 'object') return [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, `${at}[${i}]`));
-  const out: string[] = [];
-  for (const k of Object.keys(value)) {
-    const field = at ? `${at}.${k}` : k;
-    if (k === '__proto__') out.push(field);
-    else out.push(...protoKeyPaths((value as Record<string, unknown>)[k], field));
   }
   return out;
 }
