@@ -19,7 +19,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { RedisProblem } from '../redis/explain.js';
 import type { Keyspace } from '../redis/keys.js';
 import { parseOccurrenceKey } from '../schedule/occurrence.js';
-import { readAudit } from '../history/audit.js';
+import { AUDIT_API_SCAN, readAudit, scanAudit } from '../history/audit.js';
 import { readHistoryMs } from '../history/config.js';
 import { readLogs } from '../history/logs.js';
 import { readOccurrence, readOccurrences } from '../history/read.js';
@@ -328,8 +328,9 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   api.get('/audit', async (c) => {
     const q = parse(auditQuerySchema, c.req.query(), 'query');
-    const page = await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor, schedule: q.schedule });
-    return c.json(page);
+    // One schedule's entries: scanned server-side (bounded) until a page of them, not a page of the log filtered.
+    if (q.schedule !== undefined) return c.json(await scanAudit(d.redis, d.keys, { schedule: q.schedule, limit: q.limit, scanMax: AUDIT_API_SCAN, before: q.cursor }));
+    return c.json(await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor }));
   });
 
   // ---- actions: operator token, same-origin; a reason is optional ----
