@@ -15,6 +15,7 @@ import { dirname, resolve } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
+import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
@@ -208,9 +209,11 @@ export function addStoreCommands(program: Command): void {
       } while (cursor !== undefined && all.length < o.limit);
       return all;
     });
+    // Secrets in a definition (URL user info and query values, header values, inline credentials) are never
+    // printed: the API's redaction (jobs/summary.ts redactDefinition), so --json shows what GET /schedules/{name} does.
     print(
       o,
-      items,
+      items.map((s) => ({ ...s, definition: redactDefinition(s.definition) })),
       table(
         ['NAME', 'VERSION', 'TENANT', 'LABELS', 'CRON', 'UPDATED (UTC)', 'BY'],
         items.map((s) => [
