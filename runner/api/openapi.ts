@@ -112,7 +112,17 @@ export function openApiDocument(version: string): Json {
         get: { summary: 'one occurrence, with its attempts, result and log lines', parameters: [pathParam('key', 'occurrence key, URL-encoded')], responses: { 200: json('OccurrenceDetail', 'the occurrence'), ...errors } },
       },
       '/flock': { get: { summary: 'live replicas, their planning shares, Redis', responses: { 200: json('Flock', 'the flock'), ...errors } } },
-      '/audit': { get: { summary: 'the audit log, newest first', parameters: query(auditQuerySchema), responses: { 200: json('AuditList', 'entries'), ...errors } } },
+      '/audit': {
+        get: {
+          summary: 'the audit log, newest first',
+          description:
+            'Pages follow `next` (pass it as `cursor`). With `schedule`, the server scans the log (every schedule\'s entries, newest first) ' +
+            'until it has `limit` entries of that schedule, reaches the end, or has looked at a bounded number of entries; in the last case ' +
+            'the answer says `scanLimitReached: true` and `next` goes on from where it stopped, so a client never walks empty pages.',
+          parameters: query(auditQuerySchema),
+          responses: { 200: json('AuditList', 'entries'), ...errors },
+        },
+      },
       '/whoami': { get: { summary: "the caller's role, and whether actions are on", responses: { 200: json('WhoAmI', 'the caller') } } },
       '/schedules/{name}/trigger': action('run now (a manual occurrence)', 'ReasonBody', false),
       '/schedules/{name}/suspend': action('suspend on every replica (reason optional)', 'ReasonBody', false),

@@ -4,7 +4,7 @@
  * Redis clock; durations carry their unit in the name.
  */
 import { z } from 'zod';
-import { auditEntrySchema, NO_REASON } from '../history/audit.js';
+import { AUDIT_API_SCAN, auditEntrySchema, NO_REASON } from '../history/audit.js';
 import { apiSchemas, FINAL_STATES, logLineSchema, occurrenceSchema, runStateSchema } from '../history/model.js';
 
 const ms = z.number().describe('UTC ms (Redis clock)');
@@ -177,12 +177,29 @@ export const flockSchema = z
   .register(apiSchemas, { id: 'Flock' });
 
 export const auditListSchema = z
-  .object({ items: z.array(auditEntrySchema), next: z.string().nullable() })
+  .object({
+    items: z.array(auditEntrySchema),
+    next: z.string().nullable().describe('pass as `cursor` for the next (older) page; null at the end of the log'),
+    scanned: z.number().int().optional().describe(`with \`schedule\`: log entries (every schedule's) looked at for this page, at most ${AUDIT_API_SCAN.toLocaleString('en-US')}`),
+    scanLimitReached: z
+      .boolean()
+      .optional()
+      .describe(
+        `with \`schedule\`: true when the call stopped after looking at ${AUDIT_API_SCAN.toLocaleString('en-US')} entries before it had \`limit\` of the schedule's; ` +
+          'the page holds what was found (maybe none) and `next` goes on from there: older entries of the schedule may follow',
+      ),
+  })
   .register(apiSchemas, { id: 'AuditList' });
 export const auditQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   cursor: z.string().optional().describe("a page's `next`"),
-  schedule: z.string().optional(),
+  schedule: z
+    .string()
+    .optional()
+    .describe(
+      `only this schedule's entries: the server reads the log (every schedule's, newest first) until it has \`limit\` of them, reaches the end, ` +
+        `or has looked at ${AUDIT_API_SCAN.toLocaleString('en-US')} entries (then \`scanLimitReached\` and \`next\` to go on)`,
+    ),
 });
 
 const reasonSchema = z.string().trim().max(500).optional().describe(`why, kept in the audit log (optional; "${NO_REASON}" when left out)`);

@@ -19,7 +19,8 @@ import type { RedisClient } from '../redis/connect.js';
 import type { RedisProblem } from '../redis/explain.js';
 import type { Keyspace } from '../redis/keys.js';
 import { parseOccurrenceKey } from '../schedule/occurrence.js';
-import { readAudit } from '../history/audit.js';
+import { AUDIT_API_SCAN, readAudit, scanAudit } from '../history/audit.js';
+import { isOutcomeUnknown, outcomeUnknownMessage, REDIS_OUTCOME_UNKNOWN } from './outcome-unknown.js';
 import { readHistoryMs } from '../history/config.js';
 import { readLogs } from '../history/logs.js';
 import { readOccurrence, readOccurrences } from '../history/read.js';
@@ -192,12 +193,14 @@ export function createApp(d: ApiDeps): Hono<Env> {
     if (redis) {
       // A change whose command went out and got no answer (timed out) cannot be taken back: a paused or slow Redis
       // runs what it received when it wakes. Saying "unavailable" would read as "not done": say it may be done.
-      if (c.req.path.startsWith('/api/') && c.req.method !== 'GET' && c.req.method !== 'HEAD' && /^Command timed out/.test((err as Error)?.message ?? '')) {
-        const message =
-          `Redis did not answer this change in time (${redis.message}): it may have been applied, or may still be when Redis answers ` +
-          '(a paused Redis runs what it received when it wakes). Read it back before retrying (GET the schedule: its ETag, or the audit log), ' +
-          'and retry with a precondition (If-Match: "<version>", or If-None-Match: * to create) so a retry cannot apply it twice';
-        return c.json({ error: { code: 'REDIS_OUTCOME_UNKNOWN', message } }, 503);
+      // The same words as the CLI's apply/delete and the library's upsert/remove (outcome-unknown.ts).
+      if (c.req.path.startsWith('/api/') && c.req.method !== 'GET' && c.req.method !== 'HEAD' && isOutcomeUnknown(err)) {
+        const message = outcomeUnknownMessage(
+          redis.message,
+          'GET the schedule: its ETag, or the audit log',
+          'with a precondition (If-Match: "<version>", or If-None-Match: * to create) so a retry cannot apply it twice',
+        );
+        return c.json({ error: { code: REDIS_OUTCOME_UNKNOWN, message } }, 503);
       }
       const message = `Redis is not answering: ${redis.message}${redis.hint ? ` (${redis.hint})` : ''}; try again`;
       // A page says it as a page (htmx leaves a live table as it is on an error answer).
@@ -328,8 +331,9 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   api.get('/audit', async (c) => {
     const q = parse(auditQuerySchema, c.req.query(), 'query');
-    const page = await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor, schedule: q.schedule });
-    return c.json(page);
+    // One schedule's entries: scanned server-side (bounded) until a page of them, not a page of the log filtered.
+    if (q.schedule !== undefined) return c.json(await scanAudit(d.redis, d.keys, { schedule: q.schedule, limit: q.limit, scanMax: AUDIT_API_SCAN, before: q.cursor }));
+    return c.json(await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor }));
   });
 
   // ---- actions: operator token, same-origin; a reason is optional ----

@@ -6,7 +6,7 @@ import { Keyspace } from '../redis/keys.js';
 import { listRuns, type RunRecord } from '../records/runs.js';
 import { positiveIntArg } from './arg-parsers.js';
 import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
-import { editDistance } from '../text/edit-distance.js';
+import { knownNamesText } from '../text/known-names.js';
 import { formatSpanMs, iso, table } from './text.js';
 
 /** A run record for `--json`: the record, with a result that is JSON (a job's return value) as JSON. */
@@ -67,29 +67,12 @@ function formatResults(runs: readonly RunRecord[]): string {
   return out;
 }
 
-/** Most names `runs --schedule` lists: the known ones when there are no more, else the closest (a flock may have thousands). */
-const MAX_NAMES_SHOWN = 10;
-/** Most close matches offered ("did you mean"). */
-const MAX_CLOSE = 5;
-
 /**
  * What `runs --schedule <name>` says for a name that has no run records and that no replica runs: the names
- * probably meant (edit distance ≤ 2, as `trigger` and the schedule files' keys use; the closest {@link MAX_CLOSE})
- * and the known ones — all of them up to {@link MAX_NAMES_SHOWN}, else their count only.
+ * probably meant and the known ones (text/known-names.ts, as `trigger` and the other control commands say it).
  */
 export function unknownScheduleMessage(name: string, known: readonly string[], namespace: string): string {
-  const near = known
-    .map((k) => ({ k, d: editDistance(k.toLowerCase(), name.toLowerCase(), 3) }))
-    .filter((x) => x.d <= 2)
-    .sort((a, b) => a.d - b.d || (a.k < b.k ? -1 : 1))
-    .slice(0, MAX_CLOSE)
-    .map((x) => x.k);
-  const hint = near.length > 0 ? `did you mean ${near.map((n) => `"${n}"`).join(' or ')}? ` : '';
-  const names =
-    known.length <= MAX_NAMES_SHOWN
-      ? `known schedules: ${known.join(', ')}`
-      : `${known.length.toLocaleString('en-US')} known schedules (cronflock status lists them; cronflock list the stored ones)`;
-  return `--schedule: no run records of "${name}" and no replica runs a schedule of that name in namespace "${namespace}"; ${hint}${names}`;
+  return `--schedule: no run records of "${name}" and no replica runs a schedule of that name in namespace "${namespace}"; ${knownNamesText(name, known)}`;
 }
 
 /** Adds `runs` to the program. */

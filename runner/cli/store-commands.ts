@@ -15,6 +15,7 @@ import { dirname, resolve } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
+import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
@@ -22,7 +23,8 @@ import { checkDefinition } from '../store/definition.js';
 import { ScheduleStore, TenantLimitArgumentError, type StoredSchedule } from '../store/store.js';
 import { ownedElsewhere, ownerText } from '../store/ownership.js';
 import { positiveIntArg } from './arg-parsers.js';
-import { addOneShotRedisOptions, CliError, withOneShotRedis, type RedisFlags } from './redis-target.js';
+import { isOutcomeUnknown, outcomeUnknownMessage } from '../api/outcome-unknown.js';
+import { addOneShotRedisOptions, CliError, DEFAULT_REDIS_TIMEOUT_S, withOneShotRedis, type RedisFlags } from './redis-target.js';
 import { reportLoad } from './start-command.js';
 import { iso, table } from './text.js';
 
@@ -115,6 +117,9 @@ function labelArg(v: string, prev: Record<string, string> = {}): Record<string, 
   return { ...prev, [v.slice(0, eq)]: v.slice(eq + 1) };
 }
 
+/** What a change that got no answer saw, for {@link outcomeUnknownMessage}: the command timeout it waited. */
+const noAnswerWhy = (o: RedisFlags): string => `no answer within ${o.redisTimeout ?? DEFAULT_REDIS_TIMEOUT_S} s, --redis-timeout`;
+
 /** Adds the stored-schedule commands to the program. */
 export function addStoreCommands(program: Command): void {
   addOneShotRedisOptions(
@@ -136,7 +141,17 @@ export function addStoreCommands(program: Command): void {
       const by = whoAmI();
       const out: { name: string; stored: boolean; version?: number; changed?: boolean; message: string }[] = [];
       for (const c of input) {
-        const r = await store.write(c.name, c.json, c.tenant, { by, via: 'cli', ...(o.reason !== undefined ? { reason: o.reason } : {}) });
+        const r = await store
+          .write(c.name, c.json, c.tenant, { by, via: 'cli', ...(o.reason !== undefined ? { reason: o.reason } : {}) })
+          .catch((err: unknown) => {
+            if (!isOutcomeUnknown(err)) throw err;
+            // Sent, no answer: it may be stored (a paused Redis runs it when it wakes), so not "failed".
+            const rest = input.length - out.length - 1;
+            const before = `stored before this: ${out.map((x) => x.name).join(', ') || 'none'}${rest > 0 ? `; the ${rest} after it were not sent` : ''}`;
+            throw new CliError(
+              `${c.at}: ${outcomeUnknownMessage(noAnswerWhy(o), `cronflock list --prefix ${c.name}: its version; cronflock audit --schedule ${c.name}`, 'with the same cronflock apply -f (a schedule stored already is answered unchanged)')}\n${before}`,
+            );
+          });
         if (!r.ok) {
           const done = out.map((x) => x.name).join(', ') || 'none';
           throw new CliError(`${c.at}: ${r.error.message}\nstored before this refusal: ${done}; the rest was not stored`);
@@ -172,7 +187,16 @@ export function addStoreCommands(program: Command): void {
       const by = whoAmI();
       const done: { name: string; version: number }[] = [];
       for (const name of names) {
-        const r = await store.remove(name, { by, via: 'cli', ...(o.ifVersion !== undefined ? { ifVersion: o.ifVersion } : {}), ...(o.reason !== undefined ? { reason: o.reason } : {}) });
+        const r = await store
+          .remove(name, { by, via: 'cli', ...(o.ifVersion !== undefined ? { ifVersion: o.ifVersion } : {}), ...(o.reason !== undefined ? { reason: o.reason } : {}) })
+          .catch((err: unknown) => {
+            if (!isOutcomeUnknown(err)) throw err;
+            // Sent, no answer: it may be removed (a paused Redis runs it when it wakes), so not "failed".
+            throw new CliError(
+              `${name}: ${outcomeUnknownMessage(noAnswerWhy(o), `cronflock list --prefix ${name}: gone or not; cronflock audit --schedule ${name}`, `with cronflock delete ${name} if it is still stored`)}` +
+                `${done.length > 0 ? `\nremoved before this: ${done.map((d) => d.name).join(', ')}` : ''}${names.length > done.length + 1 ? '; the rest was not sent' : ''}`,
+            );
+          });
         if (!r.ok) throw new CliError(`${r.error.message}${done.length > 0 ? `\nremoved before this: ${done.map((d) => d.name).join(', ')}` : ''}`);
         done.push({ name, version: r.version });
       }
@@ -208,9 +232,11 @@ export function addStoreCommands(program: Command): void {
       } while (cursor !== undefined && all.length < o.limit);
       return all;
     });
+    // Secrets in a definition (URL user info and query values, header values, inline credentials) are never
+    // printed: the API's redaction (jobs/summary.ts redactDefinition), so --json shows what GET /schedules/{name} does.
     print(
       o,
-      items,
+      items.map((s) => ({ ...s, definition: redactDefinition(s.definition) })),
       table(
         ['NAME', 'VERSION', 'TENANT', 'LABELS', 'CRON', 'UPDATED (UTC)', 'BY'],
         items.map((s) => [

@@ -16,6 +16,7 @@ import { enqueueOccurrences, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
 import { isLiveMember, type PublishedDefinition } from './definitions.js';
 import { canonicalJson } from '../text/canonical-json.js';
+import { knownNamesText } from '../text/known-names.js';
 import { STORE_SOURCE_FILE } from '../store/definition.js';
 import { ScheduleStore, type ChangeAuthor } from '../store/store.js';
 
@@ -77,11 +78,9 @@ export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, sc
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+  // The names probably meant and the known ones, never all of thousands (text/known-names.ts, as runs --schedule).
   const known = (await c.redis.hkeys(c.keys.definitions)).sort();
-  throw new ControlError(
-    `no replica runs a schedule named "${schedule}"` +
-      (known.length ? `; known schedules: ${known.join(', ')}` : '; no replica has started in this namespace yet'),
-  );
+  throw new ControlError(`no replica runs a schedule named "${schedule}"; ${known.length ? knownNamesText(schedule, known) : 'no replica has started in this namespace yet'}`);
 }
 
 /**

@@ -695,13 +695,15 @@ export class Executor {
         outcome = { ok: false, err: lost, reason };
         log.warn({ reason: lost.message }, lost.kind === 'timeout' ? 'run timed out; aborted' : lost.kind === 'blackout' ? 'blackout window opened; run aborted' : 'run replaced; aborted');
       } else outcome = first;
+      // When the run ended, on the Redis clock: the record's end even when its finish reaches Redis late (sent
+      // again across an outage: finishReachable), so the recorded duration is the run's, not the outage's.
+      const endMs = this.clock.now();
       holder.close();
       // Not retried: a replaced run, one stopped by a blackout (a retry would run into the same stop), and a job
       // that found it must not run (JobSkippedError: recorded skipped with its reason).
       const skipped = !outcome.ok && isJobSkipped(outcome.err) ? outcome.err.reason : undefined;
       const noRetry = !outcome.ok && (outcome.reason === 'replaced' || outcome.reason?.startsWith('blackout ') === true || skipped !== undefined);
-      const result = await this.finishReachable(d.schedule, d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched, log);
-      const endMs = this.clock.now();
+      const result = await this.finishReachable(d.schedule, d.key, claim.token, outcome, noRetry ? 0 : sched.retries, sched, log, endMs);
       if (result.status === 'refused') {
         log.warn('completion refused: the claim lapsed or was taken over before the run finished');
         this.emit({ ...base, state: 'lost', recorded: false, endMs });
@@ -820,7 +822,8 @@ export class Executor {
    * The finish of an outcome reached within the lease (promise 1: the only claimant reached it), sent again while
    * Redis cannot take it (unreachable, loading its data after a restart, a failover under way) rather than given
    * up: giving up let the delivery come back and run the job a second time, though it had ended. The finish script
-   * records it after the lease's end while nobody has claimed the occurrence since (`reachedInLease`). Throws what
+   * records it after the lease's end while nobody has claimed the occurrence since (`reachedInLease`), with its end
+   * as `endMs` (Redis-clock ms when the run ended here), not the time Redis took it. Throws what
    * {@link finish} throws when the error is not one of Redis being away, and when the replica stops meanwhile.
    */
   private async finishReachable(
@@ -831,11 +834,12 @@ export class Executor {
     retries: number,
     sched: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
     log: Logger,
+    endMs: number,
   ): Promise<FinishResult> {
     const sending = (async (): Promise<FinishResult> => {
       for (let attempt = 1, waitMs = 50; ; attempt++, waitMs = Math.min(waitMs * 2, FINISH_RETRY_MAX_MS)) {
         try {
-          return await this.finish(schedule, key, token, r, retries, sched, true);
+          return await this.finish(schedule, key, token, r, retries, sched, true, endMs);
         } catch (err) {
           if (this.stopping.signal.aborted || !isRedisAway(err)) throw err;
           const f = redisFailure(err);
@@ -860,6 +864,7 @@ export class Executor {
     retries: number,
     sched?: Pick<CompiledSchedule, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
     reachedInLease = false,
+    endMs?: number,
   ): Promise<FinishResult> {
     const result = r.ok && r.value !== undefined ? safeJson(r.value) : undefined;
     const skipped = !r.ok && isJobSkipped(r.err) ? r.err.reason : undefined;
@@ -875,6 +880,7 @@ export class Executor {
       retryBackoffMaxMs: sched?.retryBackoffMaxMs,
       outboxOn: this.knownOutboxOn(schedule),
       reachedInLease,
+      endMs,
     });
     // Nothing to undo: the record is written; a shortfall is said and counted.
     if (res.status !== 'refused') this.shortOfReplicas('final', key, res.acked);

@@ -99,3 +99,54 @@ export async function readAudit(redis: RedisClient, keys: Keyspace, o: { limit: 
   }
   return { items, next: raw.length === o.limit ? raw[raw.length - 1]![0] : null };
 }
+
+/** Most log entries one `GET /api/v1/audit?schedule=` call looks at (then it answers with what it has and `next`). */
+export const AUDIT_API_SCAN = 10_000;
+
+/** Entries one XREVRANGE reads while {@link scanAudit} looks for a schedule's entries. */
+const AUDIT_SCAN_CHUNK = 1_000;
+
+/** Result of {@link scanAudit}: a page of one schedule's entries and how far the log was read for it. */
+export interface AuditScanPage extends AuditPage {
+  /** Log entries looked at (every schedule's) to make this page. */
+  scanned: number;
+  /**
+   * true: the scan stopped at its bound (`scanMax` entries looked at) before it had `limit` matches or reached the
+   * log's end; `next` goes on from the last entry looked at, so older matches may follow.
+   */
+  scanLimitReached: boolean;
+}
+
+/**
+ * The newest `limit` entries of `schedule` older than `before`: the log holds every schedule's entries in one
+ * stream, so it is read newest first in chunks of 1,000 until `limit` matches are found, the log ends, or
+ * `scanMax` entries were looked at. `next` is the id of the last entry looked at (null at the log's end), so
+ * following it misses and repeats nothing; a page is empty only when no entry of the schedule was within reach
+ * (`scanLimitReached`) or the log ended. Used by `GET /api/v1/audit?schedule=` and `cronflock audit --schedule`.
+ */
+export async function scanAudit(
+  redis: RedisClient,
+  keys: Keyspace,
+  o: { schedule: string; limit: number; scanMax: number; before?: string },
+): Promise<AuditScanPage> {
+  const hk = new HistoryKeys(keys);
+  const items: AuditEntry[] = [];
+  let before = o.before;
+  let scanned = 0;
+  while (scanned < o.scanMax) {
+    const count = Math.min(AUDIT_SCAN_CHUNK, o.scanMax - scanned);
+    const raw = (await redis.xrevrange(hk.audit, before ? `(${before}` : '+', '-', 'COUNT', count)) as [string, string[]][];
+    for (const [id, flat] of raw) {
+      scanned++;
+      before = id;
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]!] = flat[i + 1]!;
+      if (f.schedule !== o.schedule) continue;
+      const parsed = auditEntrySchema.safeParse({ ...f, id, atMs: Number(id.split('-')[0]) });
+      if (parsed.success) items.push(parsed.data);
+      if (items.length >= o.limit) return { items, next: id, scanned, scanLimitReached: false };
+    }
+    if (raw.length < count) return { items, next: null, scanned, scanLimitReached: false };
+  }
+  return { items, next: before ?? null, scanned, scanLimitReached: true };
+}

@@ -26,6 +26,7 @@ import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { performAction, type ActionOutcome } from '../api/actions.js';
+import { isOutcomeUnknown, outcomeUnknownMessage, REDIS_OUTCOME_UNKNOWN, RedisOutcomeUnknownError } from '../api/outcome-unknown.js';
 import { nextRows, type NextRow } from '../cli/next-rows.js';
 import type { ConfigError } from '../config/errors.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
@@ -51,7 +52,7 @@ import { connectCommands, redactRedisUrl } from '../redis/connect.js';
 import { explainRedisError, formatRedisProblem, noAnswerProblem, type RedisSettingNames } from '../redis/explain.js';
 import { decodeListCursor, encodeListCursor, FlockClosedError, labelsFilter, LibraryArgumentError, listenAddress, onlyKeys, scheduleName, text, timeMs, wholeNumber } from './arguments.js';
 
-export { MAX_DEFINITION_BYTES, IF_EXISTS, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError };
+export { MAX_DEFINITION_BYTES, IF_EXISTS, ScheduleDefinitionError, VersionConflictError, NameOwnedError, TenantLimitError, ControlError, LibraryArgumentError, FlockClosedError, RedisOutcomeUnknownError, REDIS_OUTCOME_UNKNOWN };
 export type { ListFilter, NotStored, TenantInfo, DefinitionProblem, ScheduleDefinition, StoredSchedule, UpsertResult, RemoveResult, RunRecord, NextRow, HandlerContext, JobHandler, ActionOutcome };
 
 /** Options of {@link connectFlock}. */
@@ -84,6 +85,9 @@ export interface FlockSchedules {
    * a definition over 64 KiB as JSON, TOO_LARGE), {@link VersionConflictError}, {@link NameOwnedError} (a file or Schedule resource
    * of a live replica defines the name), {@link TenantLimitError} (its `tenant` is at its limit of stored
    * schedules). Recorded in the audit log (via `library`, who: `by`, the version), with `reason` when given.
+   * @throws RedisOutcomeUnknownError (code `REDIS_OUTCOME_UNKNOWN`) when the change was sent and Redis did not answer
+   *   within `redisTimeoutMs` (paused, overloaded): it MAY have taken effect, or may when Redis answers; read it back
+   *   (`get`: its version) before retrying with `ifVersion`.
    */
   upsert(def: ScheduleDefinition, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<UpsertResult>;
   /** The stored schedule, or undefined. */
@@ -99,6 +103,8 @@ export interface FlockSchedules {
    * Removes a stored schedule: it stops after the run in flight; its planned occurrences are recorded skipped.
    * Audited. A name that is not stored answers NOT_FOUND; when a schedule file or Schedule resource defines it,
    * the message names that source and how to remove it there (`error.source`).
+   * @throws RedisOutcomeUnknownError when the removal was sent and Redis did not answer within `redisTimeoutMs`: it
+   *   MAY have taken effect; read it back (`get`) before retrying.
    */
   remove(name: string, o?: { ifVersion?: number | 'exists'; reason?: string }): Promise<RemoveResult>;
   /** Suspends a schedule on every replica (as `cronflock suspend`; audited). @throws ControlError when no live replica runs it */
@@ -233,9 +239,27 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
     const reason = text(`${call} options.reason`, v.reason);
     return { ...(ifVersion !== undefined ? { ifVersion } : {}), ...(reason !== undefined ? { reason } : {}) };
   };
+  // A change sent that got no answer within redisTimeoutMs may have taken effect: said so (the API's
+  // REDIS_OUTCOME_UNKNOWN, api/outcome-unknown.ts), not thrown as a plain failure.
+  const outcomeUnknown = (err: unknown, name: string, call: 'upsert' | 'remove'): never => {
+    if (!isOutcomeUnknown(err)) throw err;
+    throw new RedisOutcomeUnknownError(
+      name,
+      `schedules.${call}(${JSON.stringify(name)}): ${outcomeUnknownMessage(
+        `no answer within ${timeoutMs} ms, the redisTimeoutMs option`,
+        'schedules.get: its version, or cronflock audit',
+        call === 'upsert' ? 'with ifVersion: the version read (0: create only) so a retry cannot apply it twice' : 'with ifVersion: the version read, if it is still stored',
+      )}`,
+      { cause: err },
+    );
+  };
   const actionReason = (call: string, a: unknown): string | undefined => text(`${call} options.reason`, onlyKeys(`${call} options`, a, ['reason']).reason);
   const schedules: FlockSchedules = {
-    upsert: async (def, u) => (open('schedules.upsert'), store.upsert(def, { ...changeOptions('upsert', u), by, via: 'library' })),
+    upsert: async (def, u) => {
+      open('schedules.upsert');
+      const name = typeof (def as { name?: unknown } | null)?.name === 'string' ? (def as { name: string }).name : '';
+      return store.upsert(def, { ...changeOptions('upsert', u), by, via: 'library' }).catch((err: unknown) => outcomeUnknown(err, name, 'upsert'));
+    },
     get: async (name) => (open('schedules.get'), store.get(text('get name', name) ?? '')),
     list: async (l) => {
       open('schedules.list');
@@ -254,7 +278,11 @@ export async function connectFlock(o: ConnectFlockOptions): Promise<Flock> {
       });
       return page.cursor === undefined ? { items: page.items } : { items: page.items, cursor: encodeListCursor(page.cursor) };
     },
-    remove: async (name, r) => (open('schedules.remove'), store.remove(scheduleName('remove name', name), { ...changeOptions('remove', r), by, via: 'library' })),
+    remove: async (name, r) => {
+      open('schedules.remove');
+      const n = scheduleName('remove name', name);
+      return store.remove(n, { ...changeOptions('remove', r), by, via: 'library' }).catch((err: unknown) => outcomeUnknown(err, n, 'remove'));
+    },
     suspend: async (name, s) => (open('schedules.suspend'), act('suspend', scheduleName('suspend name', name), actionReason('suspend', s))),
     resume: async (name, s) => (open('schedules.resume'), act('resume', scheduleName('resume name', name), actionReason('resume', s))),
     trigger: async (name, s) => (open('schedules.trigger'), act('trigger', scheduleName('trigger name', name), actionReason('trigger', s))),

@@ -256,6 +256,29 @@ describe('renew, finish, release (fencing)', () => {
     expect(await record(k2)).toMatchObject({ state: 'running', replica: 'b', fencingToken: 2, refused: 1 });
   });
 
+  it('records the end the replica sends (when the run ended), bounded to [the start, the Redis time of the finish]', async () => {
+    const now = await redisNow();
+    const [k1, k2, k3, k4] = ['e1', 'e2', 'e3', 'e4'].map((s) => occurrenceKey(s, now)) as [string, string, string, string];
+    for (const k of [k1, k2, k3, k4]) expect((await store.claim(req(k, now, now, { lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(300);
+    const startMs = Number(await redis.hget(keys.occurrence(k1), 'startMs'));
+    // Sent late (an outage): the end it sends is kept, not the time Redis took the finish.
+    await store.finish(k1, 1, { state: 'succeeded', retentionMs: 120_000, reachedInLease: true, endMs: startMs + 100 });
+    expect((await record(k1))?.endMs).toBe(startMs + 100);
+    // Before the start (a replica's clock error): the start.
+    await store.finish(k2, 1, { state: 'failed', retentionMs: 120_000, endMs: startMs - 5000 });
+    expect((await record(k2))?.endMs).toBe(Number(await redis.hget(keys.occurrence(k2), 'startMs')));
+    // After the Redis time now: the Redis time of the finish.
+    const before = await redisNow();
+    await store.finish(k3, 1, { state: 'succeeded', retentionMs: 120_000, endMs: before + 60_000 });
+    const after = await redisNow();
+    expect((await record(k3))?.endMs).toBeGreaterThanOrEqual(before);
+    expect((await record(k3))?.endMs).toBeLessThanOrEqual(after);
+    // None sent: the Redis time of the finish, as before.
+    await store.finish(k4, 1, { state: 'succeeded', retentionMs: 120_000 });
+    expect((await record(k4))?.endMs).toBeGreaterThanOrEqual(before);
+  });
+
   it('finishes asked together go in one call, each fenced on its own: a stale token among them is refused, the live ones recorded', async () => {
     const now = await redisNow();
     const [k1, k2, k3] = ['s1', 's2', 's3'].map((s) => occurrenceKey(s, now)) as [string, string, string];

@@ -201,6 +201,8 @@ interface FinishItem {
   outboxOn?: string;
   /** 1: the outcome was reached within the lease (see `reachedInLease` of {@link Store.finish}). */
   inLease?: 1;
+  /** When the run ended (Redis-clock ms as the replica estimates it; see `endMs` of {@link Store.finish}). */
+  endMs?: number;
 }
 
 /** Most claims or finishes in one call (those that come together): bounds how long one call blocks Redis. */
@@ -397,6 +399,13 @@ export class Store {
        * reached by the only claimant, and no other has claimed it.
        */
       reachedInLease?: boolean;
+      /**
+       * When the run ended, in Redis-clock ms as the replica estimates it (its RedisClock at the end): recorded
+       * as the run's end, bounded to [the attempt's start, the Redis time of the finish], so a finish that
+       * reaches Redis late (sent again across an outage) records the run's duration, not the outage's.
+       * Absent: the Redis time of the finish.
+       */
+      endMs?: number;
     },
   ): Promise<FinishResult> {
     return this.finishes.call({
@@ -414,6 +423,7 @@ export class Store {
       lockMs: r.lockMs ?? 4_000,
       ...(r.outboxOn !== undefined ? { outboxOn: r.outboxOn } : {}),
       ...(r.reachedInLease ? { inLease: 1 as const } : {}),
+      ...(r.endMs !== undefined ? { endMs: Math.round(r.endMs) } : {}),
     });
   }
 

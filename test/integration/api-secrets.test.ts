@@ -3,7 +3,8 @@
  * an http job with user info and a query value in its URL and a header value, and a Slack webhook URL (the URL is
  * the credential). Stored with the real CLI (`cronflock apply -f`, from dist/: `npm run build` first), run once by a
  * real replica process (triggered through the API), then every API answer and dashboard page about the schedule is
- * scanned for the secret strings — before a replica published it (`published: false`) and after it ran.
+ * scanned for the secret strings — before a replica published it (`published: false`) and after it ran — and so is
+ * what `cronflock list` prints (table and --json).
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers: their shape is what the assertions check */
 import { spawnSync } from 'node:child_process';
@@ -69,6 +70,18 @@ describe('a stored schedule with secrets in its definition', () => {
     expect(body.stored.definition.job.url).toBe('http://127.0.0.1:9/x?key=***');
     expect(body.stored.definition.job.headers).toEqual({ 'X-Token': '***' });
     await scanAll([`/api/v1/schedules/${NAME}`, `/api/v1/audit?schedule=${NAME}`, '/api/v1/audit', '/audit']);
+  });
+
+  it('is printed without them by cronflock list and list --json (the API\'s redaction), still showing the definition', () => {
+    for (const args of [['list', '--json'], ['list'], ['list', '--prefix', NAME, '--json']]) {
+      const r = spawnSync(process.execPath, [BIN, ...args, '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, CRONFLOCK_LOG_LEVEL: 'warn' } });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toContain(NAME);
+      for (const s of SECRETS) expect((r.stdout + r.stderr).includes(s), `cronflock ${args.join(' ')} prints the secret "${s}": ${r.stdout.slice(0, 600)}`).toBe(false);
+    }
+    const json = spawnSync(process.execPath, [BIN, 'list', '--json', '--redis', flock.redis.url], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const [item] = JSON.parse(json.stdout) as { name: string; version: number; definition: { cron: string; job: { url: string; headers: Record<string, string> } } }[];
+    expect(item).toMatchObject({ name: NAME, version: 1, definition: { cron: '0 0 1 1 *', job: { url: 'http://127.0.0.1:9/x?key=***', headers: { 'X-Token': '***' } } } });
   });
 
   it('holds none in any API answer or page once a replica ran it (list, one, occurrences, the occurrence, audit, flock)', async () => {

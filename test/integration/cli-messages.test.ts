@@ -57,6 +57,28 @@ describe('runs --schedule with a name no replica runs', () => {
   });
 });
 
+describe('trigger and the other control commands on a name no replica runs', () => {
+  it('say the name is unknown with at most 5 close names and the count in a flock of 2,000, not every name (exit 2)', async () => {
+    const ns = new Keyspace('many-control');
+    const names = Array.from({ length: 2_000 }, (_, i) => `report-${String(i).padStart(4, '0')}`);
+    await redis.hset(ns.definitions, Object.fromEntries(names.map((n) => [n, '{}'])));
+    for (const args of [['trigger', 'report-01234'], ['suspend', 'report-01234'], ['resume', 'report-01234'], ['backfill', 'report-01234', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T01:00:00Z']]) {
+      const r = spawnSync(process.execPath, [BIN, ...args, '--redis', srv.url, '--namespace', 'many-control'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, `${args[0]}: ${r.stdout}${r.stderr}`).toBe(2);
+      expect(r.stderr.length, `${args[0]}: ${r.stderr.slice(0, 400)}`).toBeLessThan(400);
+      expect(r.stderr, args[0]).toContain('no replica runs a schedule named "report-01234"; did you mean "report-0123"'); // the closest first
+      expect((r.stderr.split('did you mean')[1]!.match(/"report-\d+"/g) ?? []).length, args[0]).toBe(5);
+      expect(r.stderr, args[0]).toContain('2,000 known schedules');
+    }
+  });
+
+  it('in a small flock: the close name and every known one', () => {
+    const r = cli('trigger', 'slo');
+    expect(r.status, r.stdout).toBe(2);
+    expect(r.stderr).toContain('no replica runs a schedule named "slo"; did you mean "slow"? known schedules: nightly, slow');
+  });
+});
+
 describe('ui with a bad --listen or --api-token-file', () => {
   it('says the port is in use and how to pick another (not listen EADDRINUSE)', async () => {
     const busy = createServer();

@@ -86,7 +86,7 @@ describe('Redis restart', () => {
 
   // A user's break-it run: a 3 s job whose Redis stopped mid-run for 20 s ended inside its lease, its finish could
   // not be sent, and the delivery came back after the restart and ran the job a second time (attempt 2, "stalled").
-  it('records a run that ended while Redis was down once Redis is back, and does not run it again', async () => {
+  it('records a run that ended while Redis was down once Redis is back, with the run\'s duration, and does not run it again', async () => {
     flock = await Flock.start();
     const events = join(flock.dir, 'events.jsonl');
     const dueMs = Math.ceil(Date.now() / 1000) * 1000 + 5000;
@@ -109,6 +109,11 @@ describe('Redis restart', () => {
     expect(starts, 'one run of the job').toHaveLength(1);
     const [rec] = await flock.runs('ends-in-outage');
     expect(rec).toMatchObject({ state: 'succeeded', attempt: 1, fencingToken: 1, replica: starts[0]!.replica, result: '{"slept":1500}' });
+    // Its end is when the run ended (the replica's Redis-clock time, sent with the finish), not when Redis took
+    // the finish: the recorded duration is the job's 1.5 s, not the outage's 5 s + restart.
+    const durationMs = rec!.endMs! - rec!.startMs!;
+    expect(durationMs, 'recorded duration (ms)').toBeGreaterThanOrEqual(1400);
+    expect(durationMs, 'recorded duration (ms)').toBeLessThan(4000);
   });
 });
 

@@ -7,10 +7,14 @@
   call) is still recorded while nobody has claimed the occurrence since — its token is still the record's, so no
   other claimant exists and running the job again would be the duplicate. A finish without it (a late completion
   of an abandoned claim) needs a live lease.
+  a.endMs (optional): when the run ended, on the Redis clock as the replica estimates it (engine/executor.ts); the
+  record's end is that time bounded to [the attempt's startMs, now], so a finish that reached Redis late (an
+  outage) records the run's duration, not the outage's, and a replica's clock error never puts the end before
+  the start or after the Redis time of the finish. Absent: now.
 ]]
 -- @include "record.lua"
 
-local FINISH_FIELDS = {'token', 'leaseUntil'}
+local FINISH_FIELDS = {'token', 'leaseUntil', 'startMs'}
 local function finishOne(occKey, pendingKey, lastSuccessKey, a)
   -- One read of the record for the whole finish: the claim's fields, and what finalize needs (FINAL_FIELDS).
   local r, rec = readFinalFields(occKey, FINISH_FIELDS)
@@ -34,7 +38,9 @@ local function finishOne(occKey, pendingKey, lastSuccessKey, a)
       return {2, retryAt}
     end
   end
-  local schedule = finalize(occKey, a.state, a.reason, a.retentionMs, pendingKey, a.key, r, a.outboxOn)
+  local endMs = now
+  if a.endMs then endMs = math.max(tonumber(rec[3] or '0') or 0, math.min(tonumber(a.endMs), now)) end
+  local schedule = finalize(occKey, a.state, a.reason, a.retentionMs, pendingKey, a.key, r, a.outboxOn, endMs)
   if a.state == 'succeeded' and schedule then rcall('HSET', lastSuccessKey, schedule, now) end
   return {1, 0}
 end

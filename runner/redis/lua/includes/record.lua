@@ -123,22 +123,25 @@ end
 -- Moves an open record to a final state and out of the pending, active and backfill sets (its schedule's active
 -- set: the concurrency policy's view); the record then lives retentionMs.
 -- r (optional): the record's FINAL_FIELDS (readFinalFields) as they are now, from a caller that read them; on
--- (optional): the schedule's outboxOn as the caller knows it (outbox.lua emitOutcome).
+-- (optional): the schedule's outboxOn as the caller knows it (outbox.lua emitOutcome); endMs (optional): when the
+-- run ended (Redis ms, already bounded by the caller: finish-one.lua), recorded as the record's, the history
+-- entry's and the last result's end; absent: now.
 -- Returns the schedule's name (nil when the record is gone).
-local function finalize(occKey, state, reason, retentionMs, pendingKey, key, r, on)
+local function finalize(occKey, state, reason, retentionMs, pendingKey, key, r, on, endMs)
   -- one read for what follows: the schedule, the history entry's fields, and the active set and backfill queue
   -- to leave
   if not r then r = readFinalFields(occKey) end
   -- one write: no lease any more (0, as a release writes it), and the attempts are in the history entry from now
   -- on (a final record shows them from there: att emptied)
-  local set = {'state', state, 'endMs', now, 'leaseUntil', 0}
+  local endAt = endMs or now
+  local set = {'state', state, 'endMs', endAt, 'leaseUntil', 0}
   if reason ~= '' then set[#set + 1] = 'reason'; set[#set + 1] = reason end
   if r.att then set[#set + 1] = 'att'; set[#set + 1] = '' end
   rcall('HSET', occKey, unpack(set))
-  r.state, r.endMs = state, now
+  r.state, r.endMs = state, endAt
   if reason ~= '' then r.reason = reason end
   local schedule = r.schedule
-  if schedule then recordLastResult(occKey, key, schedule, state, reason, r.dueMs) end
+  if schedule then recordLastResult(occKey, key, schedule, state, reason, r.dueMs, endAt) end
   rcall('PEXPIRE', occKey, retentionMs)
   rcall('ZREM', pendingKey, key)
   if r.activeKey then rcall('ZREM', r.activeKey, key) end
