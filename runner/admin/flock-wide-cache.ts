@@ -84,7 +84,7 @@ export class FlockWideCache {
   redisProblem: string | undefined = 'no answer yet';
   /** Monotonic time of the latest complete pass; 0 before the first. */
   refreshedAtMs = 0;
-  /** How long the latest complete pass took (ms), from its first page to its last, waits between turns included. */
+  /** How long the latest complete pass took (ms), from its first page to the end of its {@link onPass} listener, waits between turns included. */
   lastPassMs = 0;
   /** Backfill occurrences per schedule that has any, flock-wide, as of the latest pass start. */
   backfill: ReadonlyMap<string, BackfillCount> = new Map();
@@ -224,10 +224,13 @@ export class FlockWideCache {
         this.values = pass.values;
         this.lastSuccessMs = pass.values.lastSuccessMs;
         this.refreshedAtMs = performance.now();
-        this.lastPassMs = this.refreshedAtMs - this.passStartedMs;
-        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * this.lastPassMs));
         this.pass = undefined;
         await this.onPass?.(pass.values);
+        // The pass's cost includes what its listener did with it (the schedule health board: a look at every
+        // schedule this replica runs): at 1,000,000 schedules the reads took little (nothing had run) while the
+        // board took seconds, and a pass every 2 s kept a replica's event loop busy half the time.
+        this.lastPassMs = performance.now() - this.passStartedMs;
+        this.passEveryMs = Math.min(MAX_PASS_EVERY_MS, Math.max(this.o.refreshEveryMs, 10 * this.lastPassMs));
         return;
       }
       await new Promise((r) => setImmediate(r)); // let claims and runs go between pages
