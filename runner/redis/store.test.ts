@@ -279,6 +279,22 @@ describe('renew, finish, release (fencing)', () => {
     expect((await record(k4))?.endMs).toBeGreaterThanOrEqual(before);
   });
 
+  it('takes the last success from the run\'s recorded end, and never moves it back', async () => {
+    const now = await redisNow();
+    const [k1, k2] = [now, now + 1_000].map((t) => occurrenceKey('ls', t)) as [string, string];
+    for (const k of [k1, k2]) expect((await store.claim(req(k, now, now, { lockMs: 60_000 }))).status).toBe('claimed');
+    await sleep(300);
+    const startMs = Number(await redis.hget(keys.occurrence(k2), 'startMs'));
+    // The later run's finish comes first: its end is the last success (the runs and the metrics agree).
+    await store.finish(k2, 1, { state: 'succeeded', retentionMs: 120_000, endMs: startMs + 200 });
+    const schedule = (await record(k2))!.schedule; // the test requests' schedule
+    expect(Number(await redis.hget(keys.lastSuccess, schedule))).toBe((await record(k2))!.endMs);
+    // An earlier end whose finish arrives later does not move it back.
+    await store.finish(k1, 1, { state: 'succeeded', retentionMs: 120_000, endMs: startMs + 50 });
+    expect((await record(k1))?.endMs).toBe(startMs + 50);
+    expect(Number(await redis.hget(keys.lastSuccess, schedule))).toBe(startMs + 200);
+  });
+
   it('finishes asked together go in one call, each fenced on its own: a stale token among them is refused, the live ones recorded', async () => {
     const now = await redisNow();
     const [k1, k2, k3] = ['s1', 's2', 's3'].map((s) => occurrenceKey(s, now)) as [string, string, string];

@@ -10,7 +10,7 @@
   a.endMs (optional): when the run ended, on the Redis clock as the replica estimates it (engine/executor.ts); the
   record's end is that time bounded to [the attempt's startMs, now], so a finish that reached Redis late (an
   outage) records the run's duration, not the outage's, and a replica's clock error never puts the end before
-  the start or after the Redis time of the finish. Absent: now.
+  the start or after the Redis time of the finish. Absent: now. The schedule's last success takes the same end.
 ]]
 -- @include "record.lua"
 
@@ -41,6 +41,10 @@ local function finishOne(occKey, pendingKey, lastSuccessKey, a)
   local endMs = now
   if a.endMs then endMs = math.max(tonumber(rec[3] or '0') or 0, math.min(tonumber(a.endMs), now)) end
   local schedule = finalize(occKey, a.state, a.reason, a.retentionMs, pendingKey, a.key, r, a.outboxOn, endMs)
-  if a.state == 'succeeded' and schedule then rcall('HSET', lastSuccessKey, schedule, now) end
+  -- The last success is the run's end as recorded (the runs and the metrics agree), never moved back: a success
+  -- whose finish arrives after a later one's (runs that overlap, a finish held across an outage) keeps the later.
+  if a.state == 'succeeded' and schedule then
+    if endMs >= now or endMs > (tonumber(rcall('HGET', lastSuccessKey, schedule) or '0') or 0) then rcall('HSET', lastSuccessKey, schedule, endMs) end
+  end
   return {1, 0}
 end
