@@ -121,6 +121,38 @@ describe('PUT and DELETE /api/v1/schedules/{name}', () => {
     expect(await lib.schedules.get('p2')).toBeUndefined();
   });
 
+  it('refuses a body with a key given twice (400 DUPLICATE_KEY naming the key, its JSON path and line:col) before storing anything; the other JSON bodies too', async () => {
+    const body = '{"cron":"61 * * * *","cron":"* * * * *","job":{"kind":"http","url":"http://127.0.0.1:1/x"}}';
+    const r = await call('PUT', '/api/v1/schedules/dup-key', body, op);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'DUPLICATE_KEY', field: 'body.cron' });
+    expect(r.body.error.message).toContain('key "cron" appears twice');
+    expect(r.body.error.message).toContain('at line 1:22 of the body, first at line 1:2');
+    expect(r.body.error.message).toContain('send each key once');
+    expect(r.body.error.problems).toEqual([expect.objectContaining({ field: 'body.cron', hint: expect.stringContaining('the later one would silently win') })]);
+    expect(await lib.schedules.get('dup-key')).toBeUndefined();
+    // deep inside params, on its own line; an escaped spelling of the same key is the same key (as JSON.parse has it)
+    const deep = await call('PUT', '/api/v1/schedules/dup-key', '{"cron":"0 3 * * *",\n "job":{"kind":"handler","handler":"h",\n  "params":{"list":[{"a":1,\n   "\\u0061":2}]}}}', op);
+    expect(deep.status).toBe(400);
+    expect(deep.body.error.field).toBe('body.job.params.list[0].a');
+    expect(deep.body.error.message).toContain('at line 4:4 of the body, first at line 3:22');
+    expect(await lib.schedules.get('dup-key')).toBeUndefined();
+    // a change is refused too: the stored version stays
+    expect((await call('PUT', '/api/v1/schedules/dup-key', def(), op)).status).toBe(200);
+    const before = await lib.schedules.get('dup-key');
+    expect((await call('PUT', '/api/v1/schedules/dup-key', '{"cron":"0 4 * * *","cron":"0 5 * * *","job":{"kind":"http","url":"http://127.0.0.1:1/x"}}', op)).status).toBe(400);
+    expect((await lib.schedules.get('dup-key'))?.version).toBe(before?.version);
+    // DELETE and the actions read their bodies through the same function
+    const del = await call('DELETE', '/api/v1/schedules/dup-key', '{"reason":"a","reason":"b"}', op);
+    expect(del.status).toBe(400);
+    expect(del.body.error.code).toBe('DUPLICATE_KEY');
+    expect(await lib.schedules.get('dup-key')).toBeDefined();
+    const sus = await call('POST', '/api/v1/schedules/dup-key/suspend', '{"reason":"a","reason":"b"}', op);
+    expect(sus.status).toBe(400);
+    expect(sus.body.error).toMatchObject({ code: 'DUPLICATE_KEY', field: 'body.reason' });
+    await call('DELETE', '/api/v1/schedules/dup-key', undefined, op);
+  });
+
   it('refuses with 409 a name a schedule file of a live replica owns, naming that file', async () => {
     const r = await call('PUT', '/api/v1/schedules/file-owned', def(), op);
     expect(r.status).toBe(409);
