@@ -114,7 +114,13 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
         if (!Number.isFinite(v)) problem(`is ${v}`, 'use a finite number, or null');
         return;
       case 'undefined':
-        if (inParams) problem('is undefined', 'leave the key out, or use null');
+        // Only reached for a list's element or a key inside job.params (other keys are skipped as absent).
+        if (inParams) {
+          // null is offered only where it is stored as given: inside job.params (a handler's data).
+          const params = (path[0] === 'job' && path[1] === 'params') || path[0] === 'job.params';
+          const element = typeof path[path.length - 1] === 'number';
+          problem('is undefined', element ? `remove the element from the list${params ? ', or put null in its place' : ''}` : `leave the key out${params ? ', or give it a value (null is one)' : ''}`);
+        }
         return;
       case 'object':
         break;
@@ -144,6 +150,12 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
         if (isProto && !underProto) protoKeys.push(fieldPath(path));
         // `job.params` as the dotted path the field has (a top-level key "job.params" counts too, as it always did).
         const params = inParams || (path.length === 2 && path[0] === 'job' && k === 'params') || (path.length === 1 && k === 'job.params');
+        // A key whose value is undefined counts as absent (job.params: undefined too), unless it is INSIDE
+        // job.params, where the handler would get the object without it: refused there.
+        if (map[k] === undefined && !inParams) {
+          path.pop();
+          continue;
+        }
         visit(map[k], params, underProto || isProto);
         path.pop();
       }
