@@ -219,6 +219,23 @@ describe('tenants and labels', () => {
 });
 
 describe('cronflock apply -f and delete', () => {
+  it('refuses an integer past ±(2^53−1) with file:line:col (nothing stored), and stores << merge keys merged as the loader reads them, not as a key "<<"', async () => {
+    const big = flock.writeSchedules(`schedules:\n  - {name: c-big, cron: "0 1 * * *", job: {kind: handler, handler: h, params: {big: 12345678901234567890}}}\n`, 'big.yaml');
+    const r = cli('apply', '-f', big);
+    expect(r.status, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toContain(`${big}:2:85: schedules[0].job.params.big: this integer is outside ±9007199254740991 (2^53−1), where JavaScript numbers lose precision`);
+    expect(r.stderr).toContain('quote it ("…" around the digits)');
+    expect(await lib.schedules.get('c-big')).toBeUndefined();
+    const merged = flock.writeSchedules(
+      `schedules:\n  - name: c-m1\n    cron: "0 1 * * *"\n    job: &hook {kind: http, url: "http://127.0.0.1:1/a", method: POST}\n  - name: c-m2\n    cron: "0 2 * * *"\n    job: {<<: *hook, method: PUT}\n`,
+      'merged.yaml',
+    );
+    const m = cli('apply', '-f', merged);
+    expect(m.status, m.stdout + m.stderr).toBe(0);
+    expect((await lib.schedules.get('c-m2'))!.definition.job).toEqual({ kind: 'http', url: 'http://127.0.0.1:1/a', method: 'PUT' });
+    expect(cli('delete', 'c-m1', 'c-m2').status).toBe(0);
+  });
+
   it('stores nothing from a file with one bad schedule, nor from one that names a schedule another file owns', () => {
     const bad = flock.writeSchedules(
       `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: c-bad, cron: "0 1 * * *", group: nope, job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
