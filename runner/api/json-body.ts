@@ -8,6 +8,9 @@
  * schema, no merge keys), and each map's keys are compared by their parsed value (so `"\u0063ron"` and `"cron"`
  * are the same key, as JSON.parse has them). JSON.parse stays the judge of the syntax and of the value: this only
  * runs on a body it accepted, and only adds refusals.
+ * Cost (measured, Node 24, 2 shared cores): ~0.2 ms for a 150-byte definition, ~200 ms for a 190 KB body (the
+ * yaml parser, ~150 times JSON.parse); bodies are capped at 256 KiB (server.ts MAX_BODY_BYTES) and need an
+ * operator token. Should that matter, a scan over the yaml Lexer's tokens costs ~25 ms for the same body.
  */
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { fieldPath } from '../config/errors.js';
