@@ -40,6 +40,7 @@ import {
   type ScheduleSummary,
 } from './schemas.js';
 import { requestProblems, type RequestPart } from './request-messages.js';
+import { duplicateJsonKeys, duplicateKeyField, duplicateKeyMessage } from './json-body.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
 import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type NotStored } from '../store/store.js';
@@ -355,7 +356,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
    * The request's JSON body (`{}` when empty).
    * @throws ApiError 413 BODY_TOO_LARGE past {@link MAX_BODY_BYTES}; 415 UNSUPPORTED_MEDIA_TYPE for a body not sent
    *   as `application/json` (or `…+json`), e.g. text/plain — the type a cross-site form may send; 400 BAD_BODY
-   *   for a body that is not JSON.
+   *   for a body that is not JSON; 400 DUPLICATE_KEY for a key given twice in one object (runner/api/json-body.ts),
+   *   before anything else looks at the body.
    */
   const bodyOf = async (c: Context<Env>, example: string): Promise<unknown> => {
     const declared = Number(c.req.header('content-length'));
@@ -370,11 +372,24 @@ export function createApp(d: ApiDeps): Hono<Env> {
         expected: 'application/json',
       });
     }
+    let body: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      body = JSON.parse(text) as unknown;
     } catch {
       throw new ApiError(400, 'BAD_BODY', `body: is not JSON; allowed: a JSON object, e.g. ${example}`, 'body');
     }
+    // JSON.parse keeps the later of two equal keys silently; a schedule file refuses them, and so does the API.
+    const dups = duplicateJsonKeys(text);
+    if (dups.length > 0) {
+      throw new ApiError(400, 'DUPLICATE_KEY', dups.map(duplicateKeyMessage).join('; '), duplicateKeyField(dups[0]!), {
+        problems: dups.map((d) => ({
+          field: duplicateKeyField(d),
+          reason: `key "${d.key}" appears twice in this object (at line ${d.line}:${d.col} of the body, first at line ${d.first.line}:${d.first.col})`,
+          hint: 'keep one of them: each key may appear once in an object (the later one would silently win)',
+        })),
+      });
+    }
+    return body;
   };
   const act = async (c: Context<Env>, build: (name: string, body: unknown) => ActionRequest) => {
     const whoName = operator(c);

@@ -17,6 +17,7 @@ import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
+import { YAML_OPTIONS } from '../config/precheck.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { checkDefinition } from '../store/definition.js';
@@ -64,7 +65,9 @@ async function checkInput(path: string): Promise<Checked[]> {
   const out: Checked[] = [];
   const problems: string[] = [];
   for (const f of res.files) {
-    const doc = parse(await readFile(f.file, 'utf8')) as { schedules?: unknown[] } | null;
+    // Read with the loader's options (merge keys `<<` merged, as the loader and replicas read the file), so what is
+    // stored is what the loader checked: without them `<<` would be stored as a key named "<<".
+    const doc = parse(await readFile(f.file, 'utf8'), YAML_OPTIONS) as { schedules?: unknown[] } | null;
     for (const entry of doc?.schedules ?? []) {
       const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)), writing: true });
       const name = (entry as { name?: string }).name ?? '?';

@@ -1,6 +1,7 @@
 /**
  * YAML positions: from a field path (as zod reports it) to the 1-based `line:col` of its node in the document,
- * following aliases and `<<` merges; plus the errors found on the YAML itself (syntax, `__proto__` keys).
+ * following aliases and `<<` merges; plus the errors found on the YAML itself (syntax, `__proto__` keys, integers
+ * past ±(2^53−1)).
  */
 import {
   isAlias,
@@ -31,13 +32,37 @@ export const PROTO_KEY_REASON = 'the key "__proto__" cannot be used: JavaScript 
 /** The hint that goes with {@link PROTO_KEY_REASON}. */
 export const PROTO_KEY_HINT = 'remove it (no field, header or parameter can be named __proto__)';
 
+/** An integer literal as YAML 1.2's core schema reads one (decimal, 0o octal, 0x hex). */
+const INT_LITERAL = /^[-+]?(?:[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$/;
+
 /**
- * Every `__proto__` key of the document. Parsed into a JavaScript object, such a key does not become a field: the
- * schema would drop it (and what it holds) silently, so it is refused where it is written, wherever it is.
+ * Every value of the document that parsing into JavaScript would change silently, each refused where it is written
+ * (one walk over the document):
+ * - a `__proto__` key: such a key does not become a field; the schema would drop it (and what it holds);
+ * - an integer literal outside ±(2^53−1) (`Number.MAX_SAFE_INTEGER`): it becomes the nearest double
+ *   (12345678901234567890 → 12345678901234567000), so a job would get another number than the file says.
  */
 export function protoKeyErrors(doc: Document, file: string, at: (offset: number) => { line: number; col: number }): ConfigError[] {
   const out: ConfigError[] = [];
   visit(doc, {
+    Scalar(_key, node, ancestors) {
+      if (typeof node.value !== 'number' || Number.isSafeInteger(node.value) || !Number.isFinite(node.value)) return;
+      const source = node.source ?? '';
+      if (!INT_LITERAL.test(source)) return; // 1e20 and 1.5e300 are floats, written as such
+      const pos = at(node.range?.[0] ?? 0);
+      const path = pathOf([...ancestors, node]);
+      out.push(
+        new ConfigError({
+          code: 'SCHEMA_INVALID',
+          file,
+          ...pos,
+          field: fieldPath(path),
+          // Not shown: a value may be a secret in the wrong place (a params value is the job's data); the position finds it.
+          reason: `this integer is outside ±${Number.MAX_SAFE_INTEGER} (2^53−1), where JavaScript numbers lose precision: it would be stored as another number`,
+          hint: 'quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
+        }),
+      );
+    },
     Pair(_key, pair, ancestors) {
       if (!isScalar(pair.key) || pair.key.value !== '__proto__') return;
       const pos = at(pair.key.range?.[0] ?? 0);

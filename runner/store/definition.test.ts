@@ -155,3 +155,23 @@ describe('definition hashes stay what replicas compute today', () => {
     expect(stored.ok && stored.schedule.definitionHash).toBe(hash);
   });
 });
+
+describe('undefined: a key whose value is undefined is absent, only inside job.params or a list is it refused', () => {
+  it('job.params: undefined counts as absent (as params left out); null is refused by the schema as before', async () => {
+    const r = await checkDefinition({ name: 'pu', cron: '0 3 * * *', job: { kind: 'handler', handler: 'h', params: undefined } }, { writing: true });
+    expect(r.ok).toBe(true);
+    const same = await checkDefinition({ name: 'pu', cron: '0 3 * * *', job: { kind: 'handler', handler: 'h' } }, { writing: true });
+    expect(r.ok && same.ok && r.schedule.definitionHash).toBe(same.ok && same.schedule.definitionHash);
+  });
+
+  it('undefined inside job.params or a list is refused with a hint that offers null only where null is stored', async () => {
+    const r = await checkDefinition({ name: 'pu', cron: '0 3 * * *', job: { kind: 'handler', handler: 'h', params: { a: undefined, list: [1, undefined] } } });
+    expect(!r.ok && r.error.problems).toEqual([
+      { code: 'NOT_JSON', field: 'job.params.a', reason: 'is undefined, which JSON cannot store', hint: 'leave the key out, or give it a value (null is one)' },
+      { code: 'NOT_JSON', field: 'job.params.list[1]', reason: 'is undefined, which JSON cannot store', hint: 'remove the element from the list, or put null in its place' },
+    ]);
+    // a list outside params: null would be refused there, so it is not offered
+    const out = await checkDefinition({ name: 'pu', cron: '0 3 * * *', blackouts: [undefined], job: HTTP });
+    expect(!out.ok && out.error.problems).toEqual([{ code: 'NOT_JSON', field: 'blackouts[0]', reason: 'is undefined, which JSON cannot store', hint: 'remove the element from the list' }]);
+  });
+});

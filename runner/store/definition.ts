@@ -114,7 +114,13 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
         if (!Number.isFinite(v)) problem(`is ${v}`, 'use a finite number, or null');
         return;
       case 'undefined':
-        if (inParams) problem('is undefined', 'leave the key out, or use null');
+        // Only reached for a list's element or a key inside job.params (other keys are skipped as absent).
+        if (inParams) {
+          // null is offered only where it is stored as given: inside job.params (a handler's data).
+          const params = (path[0] === 'job' && path[1] === 'params') || path[0] === 'job.params';
+          const element = typeof path[path.length - 1] === 'number';
+          problem('is undefined', element ? `remove the element from the list${params ? ', or put null in its place' : ''}` : `leave the key out${params ? ', or give it a value (null is one)' : ''}`);
+        }
         return;
       case 'object':
         break;
@@ -144,6 +150,12 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
         if (isProto && !underProto) protoKeys.push(fieldPath(path));
         // `job.params` as the dotted path the field has (a top-level key "job.params" counts too, as it always did).
         const params = inParams || (path.length === 2 && path[0] === 'job' && k === 'params') || (path.length === 1 && k === 'job.params');
+        // A key whose value is undefined counts as absent (job.params: undefined too), unless it is INSIDE
+        // job.params, where the handler would get the object without it: refused there.
+        if (map[k] === undefined && !inParams) {
+          path.pop();
+          continue;
+        }
         visit(map[k], params, underProto || isProto);
         path.pop();
       }
@@ -152,6 +164,19 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
   };
   visit(def, false, false);
   return { nonJson, protoKeys };
+}
+
+/** Options of {@link checkDefinition}. */
+export interface DefinitionCheckOptions {
+  /** Where relative module paths resolve (default: the working directory). */
+  baseDir?: string;
+  /** The definition is about to be stored: a relative path is refused ({@link relativePathProblems}). */
+  writing?: boolean;
+  /**
+   * The writer is not on this machine (the HTTP API's caller): a relative path's hint does not name the absolute
+   * path as seen here (the API server's directory means nothing to the caller).
+   */
+  remoteWriter?: boolean;
 }
 
 /**
@@ -170,7 +195,7 @@ function walkDefinition(def: unknown): { nonJson: DefinitionProblem[]; protoKeys
  * schedule from sharing objects with the caller's. What a replica saves is the YAML document (~100 µs).
  * Never throws for bad input: refusals come back as a {@link ScheduleDefinitionError}.
  */
-export async function checkDefinition(def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
+export async function checkDefinition(def: unknown, opts: DefinitionCheckOptions = {}): Promise<CheckedDefinition> {
   return checkDefinitionBy(compileStored, def, opts);
 }
 
@@ -190,7 +215,7 @@ const compileStored: DefinitionCompiler = (data, _json, fileName, baseDir) => ch
  * {@link checkDefinition} with its loader step given: for the test that compares the object step with the file's
  * text step; everything around the step (the checks before it, the problems' fields and words after) is shared.
  */
-export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknown, opts: { baseDir?: string; writing?: boolean } = {}): Promise<CheckedDefinition> {
+export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknown, opts: DefinitionCheckOptions = {}): Promise<CheckedDefinition> {
   const name = typeof (def as { name?: unknown } | null)?.name === 'string' ? (def as { name: string }).name : '?';
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
@@ -204,7 +229,7 @@ export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknow
   if (protoKeys.length > 0) {
     return { ok: false, error: new ScheduleDefinitionError(name, protoKeys.map((field) => ({ code: 'SCHEMA_INVALID', field, reason: PROTO_KEY_REASON, hint: PROTO_KEY_HINT }))) };
   }
-  const relative = opts.writing ? relativePathProblems(def, opts.baseDir ?? process.cwd()) : [];
+  const relative = opts.writing ? relativePathProblems(def, opts.remoteWriter ? undefined : (opts.baseDir ?? process.cwd())) : [];
   const json = canonicalJson(def);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFINITION_BYTES) return { ok: false, error: new ScheduleDefinitionError(name, [tooLargeProblem(bytes)]) };
@@ -235,9 +260,10 @@ export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknow
  * each refused: a stored schedule is run by every replica, which resolves a relative path in its own working
  * directory, not where the writer was (a file's folder for `cronflock apply`, the application's for the
  * library), so the writer's check would pass while every replica refuses it. The hint names the absolute path
- * as the writer sees it.
+ * as the writer sees it when the writer is local (`baseDir` given: `cronflock apply -f`, the library); without
+ * `baseDir` (the HTTP API, whose caller is elsewhere) it only says to write the absolute path.
  */
-export function relativePathProblems(def: unknown, baseDir: string): DefinitionProblem[] {
+export function relativePathProblems(def: unknown, baseDir: string | undefined): DefinitionProblem[] {
   const job = (def as { job?: unknown } | null)?.job;
   if (job === null || typeof job !== 'object' || Array.isArray(job)) return [];
   const out: DefinitionProblem[] = [];
@@ -249,7 +275,7 @@ export function relativePathProblems(def: unknown, baseDir: string): DefinitionP
       code: 'SCHEMA_INVALID',
       field: `job.${key}`,
       reason: `"${v}" is a relative path; a stored schedule runs on every replica, and each would resolve it in its own working directory, not where it was written`,
-      hint: `write the absolute path as the replicas see it (here: ${resolve(baseDir, v)})${key === 'path' ? ', or use kind: handler' : ''}`,
+      hint: `write the absolute path as the replicas see it${baseDir !== undefined ? ` (here: ${resolve(baseDir, v)})` : ''}${key === 'path' ? ', or use kind: handler' : ''}`,
     });
   }
   return out;

@@ -247,7 +247,8 @@ export class ScheduleStore {
    * Redis errors.
    */
   async upsert(def: ScheduleDefinition, o: { ifVersion?: number } & ChangeAuthor = {}): Promise<UpsertResult> {
-    const checked = await checkDefinition(def, { writing: true, ...(this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {}) });
+    // Through the HTTP API the writer is elsewhere: a relative path's hint must not name this server's directory.
+    const checked = await checkDefinition(def, { writing: true, ...(o.via === 'api' ? { remoteWriter: true } : {}), ...(this.opts.baseDir !== undefined ? { baseDir: this.opts.baseDir } : {}) });
     if (!checked.ok) return { ok: false, error: checked.error };
     return this.write(checked.schedule.name, checked.json, checked.schedule.tenant ?? '', o);
   }

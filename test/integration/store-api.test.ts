@@ -121,6 +121,38 @@ describe('PUT and DELETE /api/v1/schedules/{name}', () => {
     expect(await lib.schedules.get('p2')).toBeUndefined();
   });
 
+  it('refuses a body with a key given twice (400 DUPLICATE_KEY naming the key, its JSON path and line:col) before storing anything; the other JSON bodies too', async () => {
+    const body = '{"cron":"61 * * * *","cron":"* * * * *","job":{"kind":"http","url":"http://127.0.0.1:1/x"}}';
+    const r = await call('PUT', '/api/v1/schedules/dup-key', body, op);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'DUPLICATE_KEY', field: 'body.cron' });
+    expect(r.body.error.message).toContain('key "cron" appears twice');
+    expect(r.body.error.message).toContain('at line 1:22 of the body, first at line 1:2');
+    expect(r.body.error.message).toContain('send each key once');
+    expect(r.body.error.problems).toEqual([expect.objectContaining({ field: 'body.cron', hint: expect.stringContaining('the later one would silently win') })]);
+    expect(await lib.schedules.get('dup-key')).toBeUndefined();
+    // deep inside params, on its own line; an escaped spelling of the same key is the same key (as JSON.parse has it)
+    const deep = await call('PUT', '/api/v1/schedules/dup-key', '{"cron":"0 3 * * *",\n "job":{"kind":"handler","handler":"h",\n  "params":{"list":[{"a":1,\n   "\\u0061":2}]}}}', op);
+    expect(deep.status).toBe(400);
+    expect(deep.body.error.field).toBe('body.job.params.list[0].a');
+    expect(deep.body.error.message).toContain('at line 4:4 of the body, first at line 3:22');
+    expect(await lib.schedules.get('dup-key')).toBeUndefined();
+    // a change is refused too: the stored version stays
+    expect((await call('PUT', '/api/v1/schedules/dup-key', def(), op)).status).toBe(200);
+    const before = await lib.schedules.get('dup-key');
+    expect((await call('PUT', '/api/v1/schedules/dup-key', '{"cron":"0 4 * * *","cron":"0 5 * * *","job":{"kind":"http","url":"http://127.0.0.1:1/x"}}', op)).status).toBe(400);
+    expect((await lib.schedules.get('dup-key'))?.version).toBe(before?.version);
+    // DELETE and the actions read their bodies through the same function
+    const del = await call('DELETE', '/api/v1/schedules/dup-key', '{"reason":"a","reason":"b"}', op);
+    expect(del.status).toBe(400);
+    expect(del.body.error.code).toBe('DUPLICATE_KEY');
+    expect(await lib.schedules.get('dup-key')).toBeDefined();
+    const sus = await call('POST', '/api/v1/schedules/dup-key/suspend', '{"reason":"a","reason":"b"}', op);
+    expect(sus.status).toBe(400);
+    expect(sus.body.error).toMatchObject({ code: 'DUPLICATE_KEY', field: 'body.reason' });
+    await call('DELETE', '/api/v1/schedules/dup-key', undefined, op);
+  });
+
   it('refuses with 409 a name a schedule file of a live replica owns, naming that file', async () => {
     const r = await call('PUT', '/api/v1/schedules/file-owned', def(), op);
     expect(r.status).toBe(409);
@@ -187,6 +219,23 @@ describe('tenants and labels', () => {
 });
 
 describe('cronflock apply -f and delete', () => {
+  it('refuses an integer past ±(2^53−1) with file:line:col (nothing stored), and stores << merge keys merged as the loader reads them, not as a key "<<"', async () => {
+    const big = flock.writeSchedules(`schedules:\n  - {name: c-big, cron: "0 1 * * *", job: {kind: handler, handler: h, params: {big: 12345678901234567890}}}\n`, 'big.yaml');
+    const r = cli('apply', '-f', big);
+    expect(r.status, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toContain(`${big}:2:85: schedules[0].job.params.big: this integer is outside ±9007199254740991 (2^53−1), where JavaScript numbers lose precision`);
+    expect(r.stderr).toContain('quote it ("…" around the digits)');
+    expect(await lib.schedules.get('c-big')).toBeUndefined();
+    const merged = flock.writeSchedules(
+      `schedules:\n  - name: c-m1\n    cron: "0 1 * * *"\n    job: &hook {kind: http, url: "http://127.0.0.1:1/a", method: POST}\n  - name: c-m2\n    cron: "0 2 * * *"\n    job: {<<: *hook, method: PUT}\n`,
+      'merged.yaml',
+    );
+    const m = cli('apply', '-f', merged);
+    expect(m.status, m.stdout + m.stderr).toBe(0);
+    expect((await lib.schedules.get('c-m2'))!.definition.job).toEqual({ kind: 'http', url: 'http://127.0.0.1:1/a', method: 'PUT' });
+    expect(cli('delete', 'c-m1', 'c-m2').status).toBe(0);
+  });
+
   it('stores nothing from a file with one bad schedule, nor from one that names a schedule another file owns', () => {
     const bad = flock.writeSchedules(
       `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: c-bad, cron: "0 1 * * *", group: nope, job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,

@@ -3,7 +3,8 @@
  * real redis-server with the real CLI and a real replica process (from dist/: `npm run build` first):
  * - a relative module path is refused by every writer — `cronflock apply -f sub/ap5.yaml` (the file's folder has
  *   the module, every replica's working directory would not), `PUT /api/v1/schedules/{name}` (422, field
- *   job.path) and the library's `upsert` — saying to write the absolute path; nothing is stored;
+ *   job.path) and the library's `upsert` — saying to write the absolute path (as the writer's machine sees it
+ *   for apply and the library; not for the API, whose caller is elsewhere); nothing is stored;
  * - a stored schedule that live replicas refuse (an absolute module path their machine lacks) is answered by
  *   `GET /api/v1/schedules/{name}` as refused, with each replica's reason, not as "not yet applied".
  */
@@ -65,10 +66,15 @@ describe('a relative module path in a stored schedule', () => {
     const put = await call('PUT', '/api/v1/schedules/ap-rel2', { cron: '0 3 * * *', job: { kind: 'module', path: './test/fixtures/modules/echo.mjs' } });
     expect(put.status).toBe(422);
     expect(put.body.error.problems.map((p: any) => p.field)).toEqual(['job.path']);
-    expect(put.body.error.problems[0].hint).toContain('absolute path');
+    expect(put.body.error.problems[0].hint).toContain('write the absolute path as the replicas see it');
+    // the API server's working directory means nothing to its caller: not named (issue 19 break-it run)
+    expect(put.body.error.problems[0].hint).not.toContain('here:');
+    expect(put.body.error.message).not.toContain(process.cwd());
     const up = await lib.schedules.upsert({ name: 'ap-rel3', cron: '0 3 * * *', job: { kind: 'module', path: 'test/fixtures/modules/echo.mjs' } });
     expect(up.ok).toBe(false);
     if (!up.ok) expect((up.error as any).problems.map((p: any) => p.field)).toEqual(['job.path']);
+    // the library's writer is local: it keeps the absolute path as it sees it
+    if (!up.ok) expect((up.error as any).problems[0].hint).toContain(`(here: ${join(process.cwd(), 'test/fixtures/modules/echo.mjs')})`);
     expect(await lib.schedules.get('ap-rel2')).toBeUndefined();
     expect(await lib.schedules.get('ap-rel3')).toBeUndefined();
     expect((await call('PUT', '/api/v1/schedules/ap-abs', { cron: '0 3 * * *', job: { kind: 'module', path: ECHO } })).status).toBe(200);
