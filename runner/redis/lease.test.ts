@@ -143,7 +143,9 @@ describe('HeldLease: the local lease end', () => {
     l.close();
     expect(told.length).toBeGreaterThanOrEqual(1);
     const first = told[0]!;
-    expect(first.until).toBeGreaterThanOrEqual(sends[0]! + 900 - 1);
+    // The send time is taken just before renew() runs the callback that notes `sends`: a GC or the callback's first
+    // compilation may fall between the two (1.3 ms was seen in CI), far below the ~200 ms this test tells apart.
+    expect(first.until).toBeGreaterThanOrEqual(sends[0]! + 900 - 20);
     expect(first.until).toBeLessThanOrEqual(sends[0]! + 900 + 5); // the send time (renew() is called right after it is taken)
     expect(first.until).toBeLessThan(first.at + 900 - 150); // not the reply time (~200 ms later)
     expect(l.untilMono).toBe(told.at(-1)!.until);
