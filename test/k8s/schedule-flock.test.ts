@@ -225,8 +225,13 @@ describe('Schedules on a flock of three replicas', () => {
     expect(ev.filter((e) => e.reason === 'Reclaimed')).toEqual([expect.objectContaining({ type: 'Warning', reportingInstance: again.replica, note: expect.stringContaining(`re-claimed by ${again.replica}`) })]);
     expect(ev.filter((e) => e.reason === 'Started')).toHaveLength(1);
     expect(ev.filter((e) => e.reason === 'Succeeded')).toEqual([expect.objectContaining({ reportingInstance: again.replica })]);
-    // the dead claimant's active entry is gone: the new claimant's result removed it
-    await until(async () => (await get('slow'))?.status?.activeCount === 0, 15_000, 'no active run');
+    // the dead claimant's active entry is gone: the new claimant's result removed it (status is written in batches
+    // after the Events: wait for the result itself, not only for an empty active list — CI once read activeCount 0
+    // before lastResult was there)
+    await until(async () => {
+      const st = (await get('slow'))?.status;
+      return st?.activeCount === 0 && st.lastResult?.occurrence === first.occurrence;
+    }, 15_000, 'no active run, and the re-claimed run\'s result');
     expect((await get('slow'))!.status!.lastResult).toMatchObject({ occurrence: first.occurrence, state: 'succeeded', fencingToken: again.fencingToken, replica: again.replica });
   });
 });
