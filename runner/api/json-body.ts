@@ -76,7 +76,17 @@ export function duplicateKeyField(d: DuplicateKey): string {
   return fieldPath(['body', ...d.path]);
 }
 
+/** The API's problem for a duplicate key: its field, what is wrong and where (line:col of the body), how to fix it. */
+export function duplicateKeyProblem(d: DuplicateKey): { field: string; reason: string; hint: string } {
+  return {
+    field: duplicateKeyField(d),
+    reason: `key "${d.key}" appears twice in this object (at line ${d.line}:${d.col} of the body, first at line ${d.first.line}:${d.first.col})`,
+    hint: 'keep one of them: each key may appear once in an object (the later one would silently win)',
+  };
+}
+
 /** One sentence: which key, where (line:col of the body, and the first one's), and how to fix it. */
 export function duplicateKeyMessage(d: DuplicateKey): string {
-  return `${duplicateKeyField(d)}: key "${d.key}" appears twice in this object (at line ${d.line}:${d.col} of the body, first at line ${d.first.line}:${d.first.col}); the later one would silently win: send each key once`;
+  const p = duplicateKeyProblem(d);
+  return `${p.field}: ${p.reason}; the later one would silently win: send each key once`;
 }

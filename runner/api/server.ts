@@ -40,7 +40,7 @@ import {
   type ScheduleSummary,
 } from './schemas.js';
 import { requestProblems, type RequestPart } from './request-messages.js';
-import { duplicateJsonKeys, duplicateKeyField, duplicateKeyMessage } from './json-body.js';
+import { duplicateJsonKeys, duplicateKeyField, duplicateKeyMessage, duplicateKeyProblem } from './json-body.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
 import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type NotStored } from '../store/store.js';
@@ -381,13 +381,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
     // JSON.parse keeps the later of two equal keys silently; a schedule file refuses them, and so does the API.
     const dups = duplicateJsonKeys(text);
     if (dups.length > 0) {
-      throw new ApiError(400, 'DUPLICATE_KEY', dups.map(duplicateKeyMessage).join('; '), duplicateKeyField(dups[0]!), {
-        problems: dups.map((d) => ({
-          field: duplicateKeyField(d),
-          reason: `key "${d.key}" appears twice in this object (at line ${d.line}:${d.col} of the body, first at line ${d.first.line}:${d.first.col})`,
-          hint: 'keep one of them: each key may appear once in an object (the later one would silently win)',
-        })),
-      });
+      throw new ApiError(400, 'DUPLICATE_KEY', dups.map(duplicateKeyMessage).join('; '), duplicateKeyField(dups[0]!), { problems: dups.map(duplicateKeyProblem) });
     }
     return body;
   };

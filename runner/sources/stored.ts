@@ -83,7 +83,7 @@ export class StoredSchedules {
     this.seenVersion = await this.store.currentVersion();
     this.applied.clear();
     this.refused.clear();
-    // A page at a time: read, compiled, dropped (1,000,000 definitions read at once were ~1 GB of the peak).
+    // A page at a time: read, compiled, dropped (all 1,000,000 read definitions were held at once before).
     for await (const page of this.store.pages()) {
       // A stored name a schedule file or Schedule owns (a clash that got into the store anyway: an older replica
       // in a rollout, an owner back after longer than the hold): the older owner keeps it, so it is left out here.
@@ -190,18 +190,16 @@ export class StoredSchedules {
     // Page by page: only the names are kept, and the definitions that differ from what runs.
     const names = new Set<string>();
     const upserted: StoredSchedule[] = [];
-    let stored = 0;
     for await (const page of this.store.pages()) {
       for (const s of page) {
         names.add(s.name);
-        stored++;
         if (lost || (this.applied.get(s.name)?.version ?? -1) < s.version) upserted.push(s);
       }
     }
     const removed = [...this.applied.keys()].filter((n) => !names.has(n));
     if (lost) {
       this.log.error(
-        { versionSeen: this.seenVersion, versionNow: counter, stopped: removed.length, stored },
+        { versionSeen: this.seenVersion, versionNow: counter, stopped: removed.length, stored: names.size },
         `the schedule store went back from version ${this.seenVersion} to ${counter}: Redis lost it (restarted without its data?); ` +
           `${removed.length} stored schedule(s) this replica ran are no longer stored and stop here; write them again (flock.schedules.upsert, cronflock apply -f) — run Redis with appendonly yes`,
       );

@@ -473,7 +473,7 @@ export class ScheduleStore {
   /**
    * Every stored schedule in name order, a page (≤ 1,000) at a time: what a replica reads at start and after a
    * trimmed stream, compiling each page before it reads the next, so that a million read definitions are never
-   * in memory at once (they were ~1 GB of a replica's peak at 1,000,000 stored schedules).
+   * in memory at once (a replica's peak while it loads 1,000,000 stored schedules).
    */
   async *pages(): AsyncGenerator<StoredSchedule[]> {
     let cursor: string | undefined;
