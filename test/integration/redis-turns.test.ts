@@ -9,8 +9,9 @@
  * - every run started at or after its fire time and ran once (the turn never starts a run early);
  * - the claims and the finishes reached Redis just after a turn: the median of (Redis time mod turn) is small.
  *   Without turns the calls come at the occurrences' own milliseconds (jitter spreads them), so the median is
- *   about half a turn (10 ms of 20): a bound of 8 ms fails then, with 100+ samples, and holds on a loaded machine
- *   (a late timer moves a call a few ms past its turn).
+ *   about half a turn (25 ms of 50, the longest turn allowed; measured 21 with 168 runs): a bound of 15 ms fails
+ *   then, and holds on a loaded machine (a late timer moves a call past its turn: with a 20 ms turn and a bound of
+ *   8 ms, CI once measured 8).
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { afterEach, expect, it } from 'vitest';
 import { Flock, sleep, until } from '../support/flock.js';
 
 const SLOW = new URL('../fixtures/jobs/slow.mjs', import.meta.url).pathname;
-const TURN_MS = 20;
+const TURN_MS = 50;
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -58,6 +59,6 @@ it(`--redis-turn ${TURN_MS}ms: claims and finishes of two replicas reach Redis a
   const startPhase = median(done.map((r) => r.startMs! % TURN_MS));
   expect(finishArrivals.length, 'finish calls seen by MONITOR').toBeGreaterThanOrEqual(20);
   const endPhase = median(finishArrivals.map((ms) => ms % TURN_MS));
-  expect(startPhase, `claims: median ms after a turn (${done.length} runs)`).toBeLessThan(8);
-  expect(endPhase, `finishes: median ms after a turn (${finishArrivals.length} finish calls)`).toBeLessThan(8);
+  expect(startPhase, `claims: median ms after a turn (${done.length} runs)`).toBeLessThan(15);
+  expect(endPhase, `finishes: median ms after a turn (${finishArrivals.length} finish calls)`).toBeLessThan(15);
 }, 90_000);

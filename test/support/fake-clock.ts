@@ -5,7 +5,7 @@
  * it steps Date.now() at once; the monotonic clock (performance.now(), timers) is left alone
  * (FAKETIME_DONT_FAKE_MONOTONIC), as on a host whose clock is stepped by NTP or by hand.
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** One steppable wall clock; pass {@link FakeClock.file} as a replica's `faketimeFile`. */
@@ -20,6 +20,10 @@ export class FakeClock {
 
   /** Sets the offset of the wall clock from the real time, in whole seconds (positive: ahead). */
   set(offsetS: number): void {
-    writeFileSync(this.file, `${offsetS >= 0 ? '+' : ''}${Math.trunc(offsetS)}\n`);
+    // Written beside and renamed over: a process reading the file while it is rewritten in place could see it
+    // empty or half-written.
+    const next = `${this.file}.next`;
+    writeFileSync(next, `${offsetS >= 0 ? '+' : ''}${Math.trunc(offsetS)}\n`);
+    renameSync(next, this.file);
   }
 }

@@ -9,10 +9,15 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = `${ROOT}bin/cronflock.js`;
 const SKEW = fileURLToPath(new URL('./skew-clock.mjs', import.meta.url));
-/** Debian's libfaketime (package `libfaketime`; `.ci/run` installs it), for this machine's architecture. */
+/**
+ * Debian's libfaketime (package `libfaketime`; `.ci/run` installs it), for this machine's architecture: its
+ * thread-safe build `libfaketimeMT.so.1`. Node calls the wall clock from several threads, and the plain build
+ * parses the timestamp file in a static buffer that another thread may overwrite between two reads
+ * (wolfcw/libfaketime#547): a replica stepped back by an hour once read the clock an hour *ahead* (CI).
+ */
 export function libfaketime(): string {
   const dirs = readdirSync('/usr/lib', { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `/usr/lib/${d.name}/faketime`);
-  const found = [...dirs, '/usr/lib/faketime'].map((d) => `${d}/libfaketime.so.1`).find((f) => existsSync(f));
+  const found = [...dirs, '/usr/lib/faketime'].map((d) => `${d}/libfaketimeMT.so.1`).find((f) => existsSync(f));
   if (!found) throw new Error('libfaketime is not installed (Debian/Ubuntu: apt-get install libfaketime; .ci/run does it)');
   return found;
 }
