@@ -11,7 +11,7 @@ import { ControlError, definitionOf, REPUBLISH_WAIT_MS } from './control.js';
 
 const pr = usePrivateRedis();
 const keys = new Keyspace('ctl');
-const def = (replica: string) => JSON.stringify({ cron: '* * * * *', timeZone: 'UTC', jitterMs: 0, definitionHash: 'h', replica, loadedAtMs: 1 });
+const def = (replica: string, source?: string) => JSON.stringify({ cron: '* * * * *', timeZone: 'UTC', jitterMs: 0, definitionHash: 'h', replica, loadedAtMs: 1, ...(source ? { source } : {}) });
 const member = async (replica: string, inMs: number): Promise<void> => {
   const [s] = await pr.redis.time();
   await pr.redis.zadd(keys.replicas, Number(s) * 1000 + inMs, replica);
@@ -37,5 +37,20 @@ describe('definitionOf', () => {
     const t0 = performance.now();
     await expect(definitionOf(c, 'b')).rejects.toBeInstanceOf(ControlError);
     expect(performance.now() - t0).toBeLessThan(REPUBLISH_WAIT_MS / 2);
+  }, 20_000);
+
+  it('accepts a stored schedule whose publisher is gone at once while another replica is live (every replica runs the store)', async () => {
+    const c = { redis: pr.redis, keys };
+    await pr.redis.hset(keys.definitions, 'st', def('gone', 'store'), 'file', def('gone', 'a.yaml:3'));
+    await member('gone', -1_000);
+    await member('other', 60_000);
+    const t0 = performance.now();
+    expect((await definitionOf(c, 'st')).replica).toBe('gone');
+    expect(performance.now() - t0).toBeLessThan(REPUBLISH_WAIT_MS / 2);
+    // A schedule file's is not: only the replicas with that file run it.
+    await expect(definitionOf(c, 'file')).rejects.toThrow(/published by replica gone, which is no longer running/);
+    // Nobody live: refused, stored or not.
+    await pr.redis.zrem(keys.replicas, 'other');
+    await expect(definitionOf(c, 'st')).rejects.toBeInstanceOf(ControlError);
   }, 20_000);
 });

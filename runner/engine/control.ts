@@ -14,7 +14,7 @@ import { backfillCounts } from '../records/backfill.js';
 import { listRuns } from '../records/runs.js';
 import { enqueueOccurrences, type Lanes } from './enqueue.js';
 import type { RunnerOptions } from './options.js';
-import { isLiveMember, type PublishedDefinition } from './definitions.js';
+import { isLiveMember, isStoredSource, type PublishedDefinition } from './definitions.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { knownNamesText } from '../text/known-names.js';
 import { STORE_SOURCE_FILE } from '../store/definition.js';
@@ -57,7 +57,8 @@ export const REPUBLISH_WAIT_MS = 4_000;
 /**
  * The published definition of `schedule`. When its publisher is not a live member but other replicas are, waits
  * up to {@link REPUBLISH_WAIT_MS} for one of them to re-publish it (for a moment after a SIGKILL the flock still
- * runs the schedule while its entry names the dead replica: operations refused it).
+ * runs the schedule while its entry names the dead replica: operations refused it); a stored schedule is accepted
+ * at once then (every replica follows the store; the rename is lazy: definitions.ts).
  * @throws ControlError when no replica runs it, or when the replica that published it is no longer a live
  *   member and none re-published it (nobody would run the occurrence).
  */
@@ -70,6 +71,9 @@ export async function definitionOf(c: Pick<ControlContext, 'redis' | 'keys'>, sc
     if (await isLiveMember(c.redis, c.keys, def.replica)) return def;
     const [s] = await c.redis.time();
     const othersLive = (await c.redis.zcount(c.keys.replicas, `(${Number(s) * 1000}`, '+inf')) > 0;
+    // A stored schedule runs on every live replica (each follows the store), whoever published it: its gone
+    // publisher's name is replaced lazily (definitions.ts SAME_DEFINITION_RENAMES_PER_REFRESH), not waited for.
+    if (othersLive && isStoredSource(def.source)) return def;
     if (!othersLive || performance.now() >= deadline) {
       throw new ControlError(
         `schedule "${schedule}" was published by replica ${def.replica}, which is no longer running; ` +

@@ -120,6 +120,75 @@ describe('publications that do not re-send what the flock runs', () => {
 });
 
 /**
+ * The 1M change-apply fault (3 replicas, 1M stored schedules): a CPU-starved replica lapsed, the others renamed
+ * themselves the publishers of its million definitions at once (a change-log entry each), every reader fell past
+ * the change log into a full read of 1M, starved, and lapsed in turn; and a stored change waited behind a read of
+ * the view. Now same-definition orphans are renamed a bounded number per refresh, and a stored change's
+ * publication does not read the view.
+ */
+describe('re-publications and stored changes that cost a bounded amount', () => {
+  const member = async (replica: string, inMs = 60_000): Promise<void> => {
+    const [s] = await redis.time();
+    await redis.zadd(keys.replicas, Number(s) * 1000 + inMs, replica);
+  };
+  const version = async (): Promise<number> => Number((await redis.get(keys.definitionsVersion)) ?? 0);
+  const publisher = async (name: string): Promise<string> => JSON.parse((await redis.hget(keys.definitions, name))!).replica as string;
+
+  it("renames a gone publisher's same definitions a bounded number per refresh, current all along", async () => {
+    const defs = (await parseScheduleText(file(45, 17).replaceAll('s-', 'bound-'), 'a.yaml')).schedules;
+    await member('b1');
+    await member('b2');
+    const alive = new Set(['b1', 'b2']);
+    const live = { has: (r: string) => alive.has(r) };
+    await new Definitions(redis, keys, 'b1', live).publish(defs);
+    const b2 = new Definitions(redis, keys, 'b2', live, undefined, 0, 20);
+    await b2.publish(defs);
+    const v = await version();
+    alive.delete('b1');
+    await member('b1', -1_000);
+    for (const [after, renamed] of [
+      [20, 20],
+      [40, 40],
+      [45, 45],
+    ] as const) {
+      expect(await b2.refresh()).toBe(true);
+      expect(await version()).toBe(v + after);
+      const names = await Promise.all(defs.map((s) => publisher(s.name)));
+      expect(names.filter((r) => r === 'b2').length).toBe(renamed);
+      expect(defs.every((s) => b2.isCurrent(s))).toBe(true);
+    }
+    await b2.refresh();
+    expect(await version()).toBe(v + 45);
+    expect(defs.every((s) => b2.publisherOf(s.name) === 'b2')).toBe(true);
+  });
+
+  it("a stored change's publication does not read the view: current at once, read back and its load time noted by the next refresh", async () => {
+    const old = (await parseScheduleText(file(5, 21).replaceAll('s-', 'chg-'), 'a.yaml')).schedules;
+    const changed = (await parseScheduleText(file(5, 22).replaceAll('s-', 'chg-'), 'a.yaml')).schedules;
+    await member('c1');
+    await member('c2');
+    const live = { has: () => true };
+    const c1 = new Definitions(redis, keys, 'c1', live);
+    await c1.publish(old);
+    const reads = { ...c1.reads };
+    // Another replica's publication since: the view is behind, yet the change does not read it.
+    await new Definitions(redis, keys, 'c2', live).publishChanges([changed[4]!], []);
+    await c1.publishChanges(changed.slice(0, 2), ['chg-3']);
+    expect(c1.reads).toEqual(reads);
+    expect(changed.slice(0, 2).every((s) => c1.isCurrent(s) && c1.isPublishedAs(s) && c1.publisherOf(s.name) === 'c1')).toBe(true);
+    expect(c1.has('chg-3')).toBe(false);
+    expect(await publisher('chg-0')).toBe('c1');
+    expect(await redis.hexists(keys.definitions, 'chg-3')).toBe(0);
+    expect(await c1.refresh()).toBe(true);
+    expect(c1.reads.changes).toBe(reads.changes + 1);
+    const published = JSON.parse((await redis.hget(keys.definitions, 'chg-0'))!).loadedAtMs as number;
+    expect(c1.loadedAtMs('chg-0')).toBe(published);
+    expect(c1.isCurrent(changed[4]!)).toBe(true);
+    expect(c1.isCurrent(old[4]!)).toBe(false);
+  });
+});
+
+/**
  * The rule is the load time: a definition re-published after Redis lost the published set, or after its rival's
  * publisher lapsed for a moment, must not beat a newer one (found by a user: after Redis restarted empty the flock
  * ran the old and the new definition of a schedule side by side for good, nothing re-published; after a canary's

@@ -23,6 +23,7 @@ import { outboxOn } from '../notify/events.js';
 import { Scripts } from '../redis/script-loader.js';
 import type { LiveReplicas } from './ownership.js';
 import type { CompiledSchedule } from '../config/load.js';
+import { STORE_SOURCE_FILE } from '../store/definition.js';
 
 /** What replicas publish about each schedule they run (HASH `{ns}:defs`). */
 export interface PublishedDefinition {
@@ -74,6 +75,14 @@ export function definitionSuspension(def: Pick<PublishedDefinition, 'suspend' | 
     : { sinceMs: def.loadedAtMs, by: `its definition in ${def.source}`, note: 'suspend: true (set suspend: false there)' };
 }
 
+/**
+ * Whether a published {@link PublishedDefinition.source} is the store's (a stored schedule: `store…`, see
+ * store/definition.ts STORE_SOURCE_FILE); absent (published by an older cronflock) is not.
+ */
+export function isStoredSource(source: string | undefined): boolean {
+  return source !== undefined && source.startsWith(STORE_SOURCE_FILE);
+}
+
 /** Where a schedule is defined, as {@link PublishedDefinition.source} says it. */
 function sourceOf(s: Pick<CompiledSchedule, 'source'>): string {
   return `${s.source.file}${s.source.line ? `:${s.source.line}` : ''}`;
@@ -111,6 +120,18 @@ export const DEFINITIONS_LOG_KEEP = 50_000;
  */
 export const SAME_DEFINITION_ORPHAN_GRACE_MS = 0;
 
+/**
+ * How many same-definition orphans (a gone publisher's names whose definition this replica holds with the same
+ * hash) one refresh re-publishes under this replica's name. Nothing waits on those renames (the definition is
+ * current for every replica that holds it, whoever published it; control operations accept a stored schedule
+ * whose publisher is gone while other replicas are live): bounded, a replica that lapsed while publishing 1M
+ * definitions costs each tick a change-log read of a few thousand names, not a million renames that push every
+ * reader past the change log into full reads of the set (seen at 1M stored schedules, 3 replicas: the readers
+ * starved, lapsed in turn, and their names were renamed again). Schedule files of up to this many schedules are
+ * renamed in one tick, as before.
+ */
+export const SAME_DEFINITION_RENAMES_PER_REFRESH = 10_000;
+
 /** The published definition of a schedule, as far as the rule needs it. */
 interface Winner {
   hash: string;
@@ -143,6 +164,11 @@ export class Definitions {
   private readonly loadedAt = new Map<string, number>();
   /** What this replica published last (re-published when the winner's publisher is gone). */
   private mine = new Map<string, CompiledSchedule>();
+  /**
+   * Names this replica published (with this hash) that the view has not read back yet ({@link publishChanges}
+   * does not wait for a read of the view): counted as this replica's until the next refresh reads them.
+   */
+  private readonly pending = new Map<string, string>();
   /** Publishers of winners that were not live members at a refresh, since when (performance.now(), ms). */
   private readonly missingSince = new Map<string, number>();
   constructor(
@@ -159,6 +185,8 @@ export class Definitions {
      * replaced at once).
      */
     private readonly orphanGraceMs = SAME_DEFINITION_ORPHAN_GRACE_MS,
+    /** Same-definition orphans re-published per refresh ({@link SAME_DEFINITION_RENAMES_PER_REFRESH}; smaller in tests). */
+    private readonly renamesPerRefresh = SAME_DEFINITION_RENAMES_PER_REFRESH,
   ) {}
 
   private isLive(replica: string): boolean {
@@ -215,17 +243,23 @@ export class Definitions {
   /**
    * Publishes changes to some of this replica's definitions (stored schedules' changes): `upserted` win (the
    * latest loaded), `removed` are withdrawn where this replica's publication is the current one; the others
-   * are not sent again. Then refreshes the view.
+   * are not sent again. Does not read the view back: the next refresh (the planner's tick) does, and until then
+   * `upserted` count as published by this replica ({@link pending}). A stored change waited here for a refresh,
+   * which at 1M schedules could be a full read of the set, or a re-publication, and the next change behind it.
    */
   async publishChanges(upserted: readonly CompiledSchedule[], removed: readonly string[]): Promise<void> {
     await this.publishOnly(upserted, removed);
     for (const name of removed) {
       this.mine.delete(name);
       this.loadedAt.delete(name);
+      this.pending.delete(name);
+      // Withdrawn by the script where this replica's publication is the current one.
+      if (this.winners.get(name)?.replica === this.replica) this.delete(name);
     }
-    for (const s of upserted) this.mine.set(s.name, s);
-    await this.refresh();
-    this.noteLoadTimes(upserted);
+    for (const s of upserted) {
+      this.mine.set(s.name, s);
+      this.pending.set(s.name, s.definitionHash);
+    }
   }
 
   /**
@@ -282,6 +316,21 @@ export class Definitions {
    * @returns true when the view changed (read or re-published).
    */
   async refresh(full = false): Promise<boolean> {
+    // This replica's publications made before this read are read back by it: they are settled after it.
+    const settling = [...this.pending];
+    const changed = await this.refreshNow(full);
+    const settled: CompiledSchedule[] = [];
+    for (const [name, hash] of settling) {
+      if (this.pending.get(name) !== hash) continue; // published again meanwhile: the next refresh settles it
+      this.pending.delete(name);
+      const s = this.mine.get(name);
+      if (s !== undefined) settled.push(s);
+    }
+    this.noteLoadTimes(settled);
+    return changed;
+  }
+
+  private async refreshNow(full: boolean): Promise<boolean> {
     // One round trip (auto-pipelined): the version, and the epoch of the set.
     const [v, epoch] = await Promise.all([this.redis.get(this.keys.definitionsVersion), this.redis.hget(this.keys.definitionsLog, 'epoch')]);
     // Redis lost the published set, or its latest writes: the epoch changed, or the version went back.
@@ -313,20 +362,48 @@ export class Definitions {
     const nowMs = performance.now();
     for (const r of this.missingSince.keys()) if (!this.publishers.has(r) || this.isLive(r)) this.missingSince.delete(r);
     if ([...this.publishers.keys()].every((r) => r === this.replica || this.isLive(r))) return changed;
-    for (const r of this.publishers.keys()) if (r !== this.replica && !this.isLive(r) && !this.missingSince.has(r)) this.missingSince.set(r, nowMs);
-    const candidates = [...this.mine.values()].filter((s) => {
+    let gone = 0;
+    for (const [r, n] of this.publishers) {
+      if (r === this.replica || this.isLive(r)) continue;
+      gone += n;
+      if (!this.missingSince.has(r)) this.missingSince.set(r, nowMs);
+    }
+    // Same-definition orphans: at most SAME_DEFINITION_RENAMES_PER_REFRESH, from a random place among them (so
+    // that the replicas left rename different ones), wrapping round to the first ones when fewer follow it.
+    const limit = this.renamesPerRefresh;
+    const first = gone > limit ? Math.floor(Math.random() * gone) : 0;
+    let at = 0;
+    const candidates: CompiledSchedule[] = [];
+    const before: CompiledSchedule[] = [];
+    let renames = 0;
+    for (const s of this.mine.values()) {
       const w = this.winners.get(s.name);
-      if (w === undefined || w.replica === this.replica || this.isLive(w.replica)) return false;
+      if (w === undefined || w.replica === this.replica || this.isLive(w.replica) || this.pending.has(s.name)) continue;
       // A departed publisher of a rival definition: this replica's own is the one to run, at once. Of this same
       // definition (only its publisher's name is refreshed): nothing depends on it soon, so only once the publisher
-      // has been gone for the grace; a replica that missed its membership for a moment (its event loop busy
-      // loading) must not make every other replica re-publish every definition it published.
-      return w.hash !== s.definitionHash || nowMs - this.missingSince.get(w.replica)! >= this.orphanGraceMs;
-    });
+      // has been gone for the grace (a replica that missed its membership for a moment, its event loop busy
+      // loading, must not make every other replica re-publish every definition it published), and a bounded
+      // number per refresh.
+      if (w.hash !== s.definitionHash) candidates.push(s);
+      else if (nowMs - this.missingSince.get(w.replica)! >= this.orphanGraceMs) {
+        if (at++ < first) {
+          if (before.length < limit) before.push(s);
+        } else if (renames < limit) {
+          candidates.push(s);
+          renames++;
+        }
+      }
+    }
+    for (const s of before) {
+      if (renames++ >= limit) break;
+      candidates.push(s);
+    }
     const orphaned = candidates.length === 0 ? candidates : await this.stillOrphaned(candidates);
     if (orphaned.length > 0) {
       await this.publishOnly(orphaned, [], true);
-      await this.refresh();
+      // Read back by the next refresh; this replica's own definitions are current meanwhile (their publisher is
+      // gone, or it is this replica).
+      for (const s of orphaned) this.pending.set(s.name, s.definitionHash);
       return true;
     }
     return changed;
@@ -453,12 +530,12 @@ export class Definitions {
 
   /** True when a live replica publishes a definition of `name` (it may run it even if this one does not). */
   has(name: string): boolean {
-    const w = this.winners.get(name);
-    return w !== undefined && this.isLive(w.replica);
+    return this.publisherOf(name) !== undefined;
   }
 
   /** The live replica whose definition of `name` is the published one (undefined: none, or it is gone). */
   publisherOf(name: string): string | undefined {
+    if (this.pending.has(name)) return this.replica;
     const w = this.winners.get(name);
     return w !== undefined && this.isLive(w.replica) ? w.replica : undefined;
   }
@@ -468,6 +545,7 @@ export class Definitions {
    * publisher is no longer live.
    */
   isCurrent(s: CompiledSchedule): boolean {
+    if (this.pending.get(s.name) === s.definitionHash) return true;
     const w = this.winners.get(s.name);
     return w === undefined || w.hash === s.definitionHash || !this.isLive(w.replica);
   }
@@ -478,6 +556,6 @@ export class Definitions {
    * finish can carry it instead of the scripts reading the definition per outcome.
    */
   isPublishedAs(s: CompiledSchedule): boolean {
-    return this.winners.get(s.name)?.hash === s.definitionHash;
+    return (this.pending.get(s.name) ?? this.winners.get(s.name)?.hash) === s.definitionHash;
   }
 }
