@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { duplicateJsonKeys } from './json-body.js';
+import { duplicateJsonKeys, jsonBodyProblems } from './json-body.js';
 
 describe('duplicateJsonKeys', () => {
   it('finds a key given twice, with its path and both positions; none in clean JSON', () => {
@@ -12,5 +12,17 @@ describe('duplicateJsonKeys', () => {
     expect(duplicateJsonKeys('{"\\u0061":1,"a":2}').map((d) => d.key)).toEqual(['a']);
     expect(duplicateJsonKeys('"text"')).toEqual([]);
     expect(duplicateJsonKeys('[]')).toEqual([]);
+  });
+});
+
+describe('jsonBodyProblems', () => {
+  it('finds integer literals outside ±(2^53−1) with their path and position, not safe ones, floats or strings', () => {
+    const text = '{"a":9007199254740991,"b":-9007199254740991,"c":[9007199254740992],\n"d":{"e":-12345678901234567890},"f":1e400,"g":1.5,"h":"12345678901234567890"}';
+    expect(() => JSON.parse(text) as unknown).not.toThrow();
+    expect(jsonBodyProblems(text).unsafeIntegers).toEqual([
+      { path: ['c', 0], line: 1, col: 50 },
+      { path: ['d', 'e'], line: 2, col: 10 },
+    ]);
+    expect(jsonBodyProblems('12345678901234567890').unsafeIntegers).toEqual([{ path: [], line: 1, col: 1 }]);
   });
 });

@@ -1,8 +1,11 @@
 /**
- * Duplicate keys in a JSON request body. JSON.parse keeps the later of two equal keys silently
- * (`{"cron":"61 * * * *","cron":"* * * * *"}` stores the second cron), while the same map in a schedule file is
- * refused (runner/config/yaml-messages.ts, DUPLICATE_KEY). The HTTP API refuses it too, through this one check
- * every JSON body goes through (server.ts `bodyOf`).
+ * What JSON.parse changes silently in a JSON request body, refused by the HTTP API as a schedule file's loader
+ * refuses it (one check every JSON body goes through: server.ts `bodyOf`):
+ * - duplicate keys: JSON.parse keeps the later of two equal keys (`{"cron":"61 * * * *","cron":"* * * * *"}`
+ *   stores the second cron); a schedule file refuses them (runner/config/yaml-messages.ts, DUPLICATE_KEY);
+ * - integers outside ±(2^53−1): JSON.parse makes them the nearest double (`12345678901234567890` →
+ *   `12345678901234567000`), so a job's params would hold another number than was sent; a schedule file refuses
+ *   them too (runner/config/yaml-position.ts).
  *
  * How: JSON is YAML, so the body is read once more with the `yaml` library the schedule-file loader uses (JSON
  * schema, no merge keys), and each map's keys are compared by their parsed value (so `"\u0063ron"` and `"cron"`
@@ -28,22 +31,54 @@ export interface DuplicateKey {
   first: { line: number; col: number };
 }
 
+/** An integer literal of the body that JSON.parse would store as another number. Lines and columns are 1-based. */
+export interface UnsafeInteger {
+  /** Path of the value inside the body (`job.params.id`, `items[2]`). */
+  path: (string | number)[];
+  line: number;
+  col: number;
+}
+
+/** What {@link jsonBodyProblems} finds, each list in the order of the text. */
+export interface JsonBodyProblems {
+  duplicates: DuplicateKey[];
+  unsafeIntegers: UnsafeInteger[];
+}
+
+/** A JSON integer literal (no fraction, no exponent: `1e20` is a float, written as such). */
+const JSON_INT = /^-?[0-9]+$/;
+
 /**
  * Every duplicate key of `text`, in the order of the text; empty when there is none. `text` must be JSON that
  * JSON.parse accepts (call it after JSON.parse); for anything else the answer is a best effort and never throws.
  */
 export function duplicateJsonKeys(text: string): DuplicateKey[] {
+  return jsonBodyProblems(text).duplicates;
+}
+
+/**
+ * Every duplicate key and every integer literal outside ±(2^53−1) of `text` (one parse), in the order of the
+ * text. `text` must be JSON that JSON.parse accepts (call it after JSON.parse); for anything else the answer is a
+ * best effort and never throws.
+ */
+export function jsonBodyProblems(text: string): JsonBodyProblems {
   const lc = new LineCounter();
   let doc;
   try {
     doc = parseDocument(text, { schema: 'json', uniqueKeys: false, merge: false, prettyErrors: false, lineCounter: lc });
   } catch {
-    return [];
+    return { duplicates: [], unsafeIntegers: [] };
   }
   const out: DuplicateKey[] = [];
+  const unsafeIntegers: UnsafeInteger[] = [];
   const path: (string | number)[] = [];
   const visit = (node: unknown): void => {
-    if (isMap(node)) {
+    if (isScalar(node)) {
+      const source = text.slice(node.range?.[0] ?? 0, node.range?.[1] ?? 0);
+      if (typeof node.value === 'number' && !Number.isSafeInteger(node.value) && JSON_INT.test(source)) {
+        unsafeIntegers.push({ path: [...path], ...lc.linePos(node.range?.[0] ?? 0) });
+      }
+    } else if (isMap(node)) {
       const seen = new Map<string, Node>();
       for (const pair of node.items) {
         const keyNode = pair.key as Node | null;
@@ -68,7 +103,7 @@ export function duplicateJsonKeys(text: string): DuplicateKey[] {
     }
   };
   visit(doc.contents);
-  return out;
+  return { duplicates: out, unsafeIntegers };
 }
 
 /** The field of a duplicate key as the API names fields: `body.cron`, `body.job.params.a`. */
@@ -89,4 +124,22 @@ export function duplicateKeyProblem(d: DuplicateKey): { field: string; reason: s
 export function duplicateKeyMessage(d: DuplicateKey): string {
   const p = duplicateKeyProblem(d);
   return `${p.field}: ${p.reason}; the later one would silently win: send each key once`;
+}
+
+/**
+ * The API's problem for an integer outside ±(2^53−1): its field, what is wrong and where (line:col of the body),
+ * how to fix it. The value is not shown (a params value may be a secret); its position finds it.
+ */
+export function unsafeIntegerProblem(u: UnsafeInteger): { field: string; reason: string; hint: string } {
+  return {
+    field: fieldPath(['body', ...u.path]),
+    reason: `this integer (at line ${u.line}:${u.col} of the body) is outside ±${Number.MAX_SAFE_INTEGER} (2^53−1), where JavaScript numbers lose precision: it would be stored as another number`,
+    hint: 'send it as a JSON string ("…" around the digits) to keep every digit, and read it as text (or BigInt) in the job',
+  };
+}
+
+/** One sentence: which field, where, and how to fix it. */
+export function unsafeIntegerMessage(u: UnsafeInteger): string {
+  const p = unsafeIntegerProblem(u);
+  return `${p.field}: ${p.reason}; ${p.hint}`;
 }

@@ -21,13 +21,13 @@ export const definitionProblemSchema = z
 export const errorSchema = z
   .object({
     error: z.object({
-      code: z.string().describe('BAD_PARAMETER, BAD_BODY, DUPLICATE_KEY, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, REDIS_UNAVAILABLE …'),
+      code: z.string().describe('BAD_PARAMETER, BAD_BODY, DUPLICATE_KEY, UNSAFE_INTEGER, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, REDIS_UNAVAILABLE …'),
       message: z.string().describe('what is wrong and what to do; for a refused field "<field>: <what is wrong>; allowed: <what is allowed>", several joined by " · "'),
       field: z.string().optional().describe('the (first) refused field, e.g. `body.reason` or `query.limit`'),
       problems: z
         .array(definitionProblemSchema)
         .optional()
-        .describe('422 SCHEDULE_INVALID: every problem of the refused definition; 400 DUPLICATE_KEY: every key given twice in one object of the body (nothing was stored)'),
+        .describe('422 SCHEDULE_INVALID: every problem of the refused definition; 400 DUPLICATE_KEY: every key given twice in one object of the body; 400 UNSAFE_INTEGER: every integer outside ±(2^53−1) (nothing was stored)'),
       version: z.number().int().optional().describe("412 VERSION_CONFLICT: the schedule's current version (0: it does not exist)"),
       source: z.string().optional().describe('409 NAME_OWNED: the source that owns the name (file:line, Schedule <namespace>/<name>)'),
       tenant: z.string().optional().describe('409 TENANT_LIMIT: the tenant at its limit'),

@@ -40,7 +40,7 @@ import {
   type ScheduleSummary,
 } from './schemas.js';
 import { requestProblems, type RequestPart } from './request-messages.js';
-import { duplicateJsonKeys, duplicateKeyField, duplicateKeyMessage, duplicateKeyProblem } from './json-body.js';
+import { duplicateKeyField, duplicateKeyMessage, duplicateKeyProblem, jsonBodyProblems, unsafeIntegerMessage, unsafeIntegerProblem } from './json-body.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
 import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type NotStored } from '../store/store.js';
@@ -356,8 +356,8 @@ export function createApp(d: ApiDeps): Hono<Env> {
    * The request's JSON body (`{}` when empty).
    * @throws ApiError 413 BODY_TOO_LARGE past {@link MAX_BODY_BYTES}; 415 UNSUPPORTED_MEDIA_TYPE for a body not sent
    *   as `application/json` (or `…+json`), e.g. text/plain — the type a cross-site form may send; 400 BAD_BODY
-   *   for a body that is not JSON; 400 DUPLICATE_KEY for a key given twice in one object (runner/api/json-body.ts),
-   *   before anything else looks at the body.
+   *   for a body that is not JSON; 400 DUPLICATE_KEY for a key given twice in one object, 400 UNSAFE_INTEGER for
+   *   an integer outside ±(2^53−1) (runner/api/json-body.ts), before anything else looks at the body.
    */
   const bodyOf = async (c: Context<Env>, example: string): Promise<unknown> => {
     const declared = Number(c.req.header('content-length'));
@@ -378,10 +378,15 @@ export function createApp(d: ApiDeps): Hono<Env> {
     } catch {
       throw new ApiError(400, 'BAD_BODY', `body: is not JSON; allowed: a JSON object, e.g. ${example}`, 'body');
     }
-    // JSON.parse keeps the later of two equal keys silently; a schedule file refuses them, and so does the API.
-    const dups = duplicateJsonKeys(text);
+    // JSON.parse keeps the later of two equal keys and rounds integers past 2^53 silently; a schedule file
+    // refuses both, and so does the API.
+    const { duplicates: dups, unsafeIntegers } = jsonBodyProblems(text);
     if (dups.length > 0) {
       throw new ApiError(400, 'DUPLICATE_KEY', dups.map(duplicateKeyMessage).join('; '), duplicateKeyField(dups[0]!), { problems: dups.map(duplicateKeyProblem) });
+    }
+    if (unsafeIntegers.length > 0) {
+      const problems = unsafeIntegers.map(unsafeIntegerProblem);
+      throw new ApiError(400, 'UNSAFE_INTEGER', unsafeIntegers.map(unsafeIntegerMessage).join('; '), problems[0]!.field, { problems });
     }
     return body;
   };

@@ -153,6 +153,21 @@ describe('PUT and DELETE /api/v1/schedules/{name}', () => {
     await call('DELETE', '/api/v1/schedules/dup-key', undefined, op);
   });
 
+  it('refuses an integer past ±(2^53−1) (400 UNSAFE_INTEGER at its JSON path and line:col, the value not shown) before storing anything; a quoted one is stored as sent', async () => {
+    const body = '{"cron":"0 3 * * *",\n "job":{"kind":"handler","handler":"h",\n  "params":{"ok":9007199254740991,"big":[1, -12345678901234567890],"f":1e20}}}';
+    const r = await call('PUT', '/api/v1/schedules/big-int', body, op);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'UNSAFE_INTEGER', field: 'body.job.params.big[1]' });
+    expect(r.body.error.message).toContain('at line 3:45 of the body');
+    expect(r.body.error.message).not.toContain('12345678901234567');
+    expect(r.body.error.problems).toEqual([expect.objectContaining({ field: 'body.job.params.big[1]', hint: expect.stringContaining('as a JSON string') })]);
+    expect(await lib.schedules.get('big-int')).toBeUndefined();
+    const quoted = await call('PUT', '/api/v1/schedules/big-int', body.replace('-12345678901234567890', '"-12345678901234567890"'), op);
+    expect(quoted.status).toBe(200);
+    expect((await lib.schedules.get('big-int'))?.definition.job).toMatchObject({ params: { ok: 9007199254740991, big: [1, '-12345678901234567890'], f: 1e20 } });
+    await call('DELETE', '/api/v1/schedules/big-int', undefined, op);
+  });
+
   it('refuses with 409 a name a schedule file of a live replica owns, naming that file', async () => {
     const r = await call('PUT', '/api/v1/schedules/file-owned', def(), op);
     expect(r.status).toBe(409);
