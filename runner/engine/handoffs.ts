@@ -51,13 +51,17 @@ export const CAPABILITIES_READ_EVERY_MS = 2_000;
 
 /**
  * What each replica can run that others may not (HASH `{ns}:replicas:can`, replica → space-separated
- * capabilities such as `handler:sendReport`, from {@link JobKind.capabilities}): published by each replica when
- * it changes (checked at every heartbeat), removed when it leaves or its membership expires (heartbeat.lua), and
- * read on demand, at most every {@link CAPABILITIES_READ_EVERY_MS}, by a replica looking for where to hand a
- * delivery it cannot run.
+ * capabilities such as `handler:sendReport`, from {@link JobKind.capabilities}): written by each replica's every
+ * heartbeat with its membership ({@link mine}, lua/heartbeat.lua), removed when it leaves or its membership
+ * expires (heartbeat.lua), and read on demand, at most every {@link CAPABILITIES_READ_EVERY_MS}, by a replica
+ * looking for where to hand a delivery it cannot run.
+ *
+ * Why every heartbeat, not only when they change: a replica whose process starved past the membership TTL (2 s;
+ * a loaded CI host) had its entry removed by another's heartbeat and, published only on change, never wrote it
+ * again; no replica handed it a delivery afterwards, and its handler's runs came only when the shared queue
+ * happened to deliver them to it, seconds late or not at all (test/integration/handoff-handlers.test.ts).
  */
 export class CapabilityDirectory {
-  private published: string | undefined;
   private read: { atMs: number; byReplica: Map<string, Set<string>> } | undefined;
   private reading: Promise<Map<string, Set<string>>> | undefined;
 
@@ -69,13 +73,12 @@ export class CapabilityDirectory {
     private readonly live: { has(replica: string): boolean },
   ) {}
 
-  /** Publishes this process's capabilities if they changed since the last call (one HSET then; none otherwise). */
-  async publishIfChanged(): Promise<void> {
-    const caps = jobKinds.flatMap((k) => k.capabilities?.() ?? []).sort().join(' ');
-    if (caps === this.published) return;
-    if (caps === '') await this.redis.hdel(this.keys.replicaCapabilities, this.replica);
-    else await this.redis.hset(this.keys.replicaCapabilities, this.replica, caps);
-    this.published = caps;
+  /**
+   * This process's capabilities as the heartbeat publishes them: space-separated, sorted ('' when it has none:
+   * the heartbeat then removes its entry).
+   */
+  mine(): string {
+    return jobKinds.flatMap((k) => k.capabilities?.() ?? []).sort().join(' ');
   }
 
   /** A live replica other than this one that publishes `capability` (chosen at random), or undefined. */

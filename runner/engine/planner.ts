@@ -86,6 +86,12 @@ export interface PlannerRequirements {
   beforeTick?: () => Promise<boolean | readonly string[] | void>;
   /** Called after every heartbeat with how many occurrences are handed to this replica (runner/engine/handoffs.ts). */
   afterHeartbeat?: (handoffs: number) => void;
+  /**
+   * What this replica can run that others may not (engine/handoffs.ts `CapabilityDirectory.mine`), published with
+   * every heartbeat, so that it is there whenever the membership is (a lapsed membership removed it); default:
+   * the published entry is left as it is.
+   */
+  capabilities?: () => string;
   /** How long (ms) a loading replica's membership lasts ({@link LOADING_TTL_MS}; tests shorten it). */
   loadingTtlMs?: number;
 }
@@ -235,7 +241,12 @@ export class Planner {
   /** The heartbeat this replica sends now: its digest and TTL, or the loading ones while it loads. */
   private async heartbeatNow(): Promise<{ replica: string; digest: string }[]> {
     const loading = this.loading > 0;
-    const beat = await this.store.heartbeat(this.opts.replica, loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest, loading ? Math.max(this.loadingTtlMs, this.membershipTtlMs) : this.membershipTtlMs);
+    const beat = await this.store.heartbeat(
+      this.opts.replica,
+      loading ? `${LOADING_DIGEST_PREFIX}${this.digest}` : this.digest,
+      loading ? Math.max(this.loadingTtlMs, this.membershipTtlMs) : this.membershipTtlMs,
+      this.needs.capabilities?.(),
+    );
     this.needs.afterHeartbeat?.(beat.handoffs);
     return beat.members;
   }

@@ -287,8 +287,8 @@ export class Replica {
         beforeTick: async () => ((await definitions.refresh()) ? definitions.takeChanged() : false),
         afterHeartbeat: (handoffs) => {
           if (handoffs > 0) executor.takeHandoffs();
-          capabilities.publishIfChanged().catch((err: unknown) => log.debug({ err: String(err) }, 'publishing capabilities failed; next heartbeat'));
         },
+        capabilities: () => capabilities.mine(),
       });
       const executor = new Executor(store, keys, wrk, clock, o, log, {
         events,

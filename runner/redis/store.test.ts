@@ -977,3 +977,24 @@ describe('waiting for Redis replicas (ReplicaWait)', () => {
     }
   });
 });
+
+describe('membership heartbeat and capabilities (engine/handoffs.ts)', () => {
+  it("writes the caller's capabilities with every heartbeat, so a member whose registration lapsed (and lost them to another's heartbeat) has them again at its next one", async () => {
+    await redis.del(keys.replicas, keys.replicaDigests, keys.replicaCapabilities);
+    await store.heartbeat('rare', 'd', 100, 'handler:common handler:rare');
+    await store.heartbeat('common', 'd', 10_000, 'handler:common');
+    expect(await redis.hgetall(keys.replicaCapabilities)).toEqual({ rare: 'handler:common handler:rare', common: 'handler:common' });
+    // 'rare' starved past its TTL: the next heartbeat of another member drops it, and its capabilities with it.
+    await sleep(150);
+    expect((await store.heartbeat('common', 'd', 10_000, 'handler:common')).members.map((m) => m.replica)).toEqual(['common']);
+    expect(await redis.hgetall(keys.replicaCapabilities)).toEqual({ common: 'handler:common' });
+    // Back: its next heartbeat publishes them again, with the same value as before (published only on change,
+    // they stayed gone and no replica handed it a delivery again).
+    await store.heartbeat('rare', 'd', 10_000, 'handler:common handler:rare');
+    expect(await redis.hgetall(keys.replicaCapabilities)).toEqual({ rare: 'handler:common handler:rare', common: 'handler:common' });
+    // '' removes the caller's entry (no handler registered any more); none given leaves it as it is.
+    await store.heartbeat('common', 'd', 10_000, '');
+    await store.heartbeat('rare', 'd', 10_000);
+    expect(await redis.hgetall(keys.replicaCapabilities)).toEqual({ rare: 'handler:common handler:rare' });
+  });
+});

@@ -597,10 +597,14 @@ export class Store {
    * Membership heartbeat: (re)registers `replica` with its definitions `digest` until `ttlMs` from now on the
    * Redis clock (and notes when it was last seen), drops members whose registration expired, and returns the
    * live members (this one included).
+   * @param capabilities what this replica can run that others may not, space-separated (`{ns}:replicas:can`,
+   *   engine/handoffs.ts), written with the membership at every heartbeat ('' removes the entry); undefined
+   *   leaves the entry as it is.
    */
-  async heartbeat(replica: string, digest: string, ttlMs: number): Promise<{ members: { replica: string; digest: string }[]; handoffs: number }> {
+  async heartbeat(replica: string, digest: string, ttlMs: number, capabilities?: string): Promise<{ members: { replica: string; digest: string }[]; handoffs: number }> {
     const k = this.keys;
-    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica), k.replicaCapabilities], [replica, digest, ttlMs])) as (string | number)[];
+    const args = capabilities === undefined ? [replica, digest, ttlMs] : [replica, digest, ttlMs, capabilities];
+    const out = (await this.scripts.run('heartbeat', [k.replicas, k.replicaDigests, k.replicasSeen, k.handoffs(replica), k.replicaCapabilities], args)) as (string | number)[];
     const members = [];
     for (let i = 1; i + 1 < out.length; i += 2) members.push({ replica: String(out[i]), digest: String(out[i + 1]) });
     return { members, handoffs: Number(out[0]) };
