@@ -16,7 +16,7 @@ describe('duplicateJsonKeys', () => {
 });
 
 describe('jsonBodyProblems', () => {
-  it('finds integer literals outside ±(2^53−1) with their path and position, not safe ones, floats or strings', () => {
+  it('finds number literals outside ±(2^53−1) that parsing changes, with their path and position; not safe ones, floats kept as written, or strings', () => {
     const text = '{"a":9007199254740991,"b":-9007199254740991,"c":[9007199254740992],\n"d":{"e":-12345678901234567890},"f":1e400,"g":1.5,"h":"12345678901234567890"}';
     expect(() => JSON.parse(text) as unknown).not.toThrow();
     expect(jsonBodyProblems(text).unsafeIntegers).toEqual([
@@ -24,5 +24,8 @@ describe('jsonBodyProblems', () => {
       { path: ['d', 'e'], line: 2, col: 10 },
     ]);
     expect(jsonBodyProblems('12345678901234567890').unsafeIntegers).toEqual([{ path: [], line: 1, col: 1 }]);
+    // a fraction or an exponent does not hide digits a double cannot keep; a float that reads back as written is kept
+    const floats = '[12345678901234567890.0, 1.2345678901234567890e19, 9007199254740993.0, 9007199254740992.0, 6.02e23, -1e20, 0.1234567890123456789]';
+    expect(jsonBodyProblems(floats).unsafeIntegers.map((u) => u.path)).toEqual([[0], [1], [2]]);
   });
 });

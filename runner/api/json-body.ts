@@ -3,9 +3,9 @@
  * refuses it (one check every JSON body goes through: server.ts `bodyOf`):
  * - duplicate keys: JSON.parse keeps the later of two equal keys (`{"cron":"61 * * * *","cron":"* * * * *"}`
  *   stores the second cron); a schedule file refuses them (runner/config/yaml-messages.ts, DUPLICATE_KEY);
- * - integers outside ±(2^53−1): JSON.parse makes them the nearest double (`12345678901234567890` →
- *   `12345678901234567000`), so a job's params would hold another number than was sent; a schedule file refuses
- *   them too (runner/config/yaml-position.ts).
+ * - numbers outside ±(2^53−1) written with more digits than a double keeps: JSON.parse makes them the nearest
+ *   double (`12345678901234567890` or `12345678901234567890.0` → `12345678901234567000`), so a job's params would
+ *   hold another number than was sent; a schedule file refuses them too (runner/config/number-literal.ts).
  *
  * How: JSON is YAML, so the body is read once more with the `yaml` library the schedule-file loader uses (JSON
  * schema, no merge keys), and each map's keys are compared by their parsed value (so `"\u0063ron"` and `"cron"`
@@ -17,6 +17,7 @@
  */
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { fieldPath } from '../config/errors.js';
+import { CHANGED_NUMBER_REASON, numberLiteralChanged } from '../config/number-literal.js';
 
 /** One key given twice in the same JSON object. Lines and columns are 1-based, in the body's text. */
 export interface DuplicateKey {
@@ -31,7 +32,7 @@ export interface DuplicateKey {
   first: { line: number; col: number };
 }
 
-/** An integer literal of the body that JSON.parse would store as another number. Lines and columns are 1-based. */
+/** A number literal of the body that JSON.parse would store as another number. Lines and columns are 1-based. */
 export interface UnsafeInteger {
   /** Path of the value inside the body (`job.params.id`, `items[2]`). */
   path: (string | number)[];
@@ -45,9 +46,6 @@ export interface JsonBodyProblems {
   unsafeIntegers: UnsafeInteger[];
 }
 
-/** A JSON integer literal (no fraction, no exponent: `1e20` is a float, written as such). */
-const JSON_INT = /^-?[0-9]+$/;
-
 /**
  * Every duplicate key of `text`, in the order of the text; empty when there is none. `text` must be JSON that
  * JSON.parse accepts (call it after JSON.parse); for anything else the answer is a best effort and never throws.
@@ -57,7 +55,7 @@ export function duplicateJsonKeys(text: string): DuplicateKey[] {
 }
 
 /**
- * Every duplicate key and every integer literal outside ±(2^53−1) of `text` (one parse), in the order of the
+ * Every duplicate key and every number literal JSON.parse would change (number-literal.ts) of `text` (one parse), in the order of the
  * text. `text` must be JSON that JSON.parse accepts (call it after JSON.parse); for anything else the answer is a
  * best effort and never throws.
  */
@@ -75,7 +73,7 @@ export function jsonBodyProblems(text: string): JsonBodyProblems {
   const visit = (node: unknown): void => {
     if (isScalar(node)) {
       const source = text.slice(node.range?.[0] ?? 0, node.range?.[1] ?? 0);
-      if (typeof node.value === 'number' && !Number.isSafeInteger(node.value) && JSON_INT.test(source)) {
+      if (typeof node.value === 'number' && numberLiteralChanged(source, node.value)) {
         unsafeIntegers.push({ path: [...path], ...lc.linePos(node.range?.[0] ?? 0) });
       }
     } else if (isMap(node)) {
@@ -127,14 +125,14 @@ export function duplicateKeyMessage(d: DuplicateKey): string {
 }
 
 /**
- * The API's problem for an integer outside ±(2^53−1): its field, what is wrong and where (line:col of the body),
+ * The API's problem for a number JSON.parse would change (outside ±(2^53−1), more digits than a double keeps): its field, what is wrong and where (line:col of the body),
  * how to fix it. The value is not shown (a params value may be a secret); its position finds it.
  */
 export function unsafeIntegerProblem(u: UnsafeInteger): { field: string; reason: string; hint: string } {
   return {
     field: fieldPath(['body', ...u.path]),
-    reason: `this integer (at line ${u.line}:${u.col} of the body) is outside ±${Number.MAX_SAFE_INTEGER} (2^53−1), where JavaScript numbers lose precision: it would be stored as another number`,
-    hint: 'send it as a JSON string ("…" around the digits) to keep every digit, and read it as text (or BigInt) in the job',
+    reason: `at line ${u.line}:${u.col} of the body, ${CHANGED_NUMBER_REASON}`,
+    hint: 'send it as a JSON string ("…" around the digits) to keep every digit',
   };
 }
 

@@ -532,21 +532,26 @@ describe('values the YAML step would change silently', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cronflock-bigint-'));
     try {
       const file = join(dir, 'big.yaml');
-      writeFileSync(file, `schedules:\n  - name: big\n    cron: "0 3 * * *"\n    job:\n      kind: handler\n      handler: h\n      params: {big: 12345678901234567890, max: 9007199254740991, list: [-9007199254740992]}\n`);
+      writeFileSync(file, `schedules:\n  - name: big\n    cron: "0 3 * * *"\n    job:\n      kind: handler\n      handler: h\n      params: {big: 12345678901234567890, max: 9007199254740991, list: [-9007199254740992], fl: [12345678901234567890.0, 1.2345678901234567890e19]}\n`);
       const r = await loadSchedules(file);
       expect(r.errors.map((e) => e.format())).toEqual([
-        `${file}:7:21: schedules[0].job.params.big: this integer is outside ±9007199254740991 (2^53−1), where JavaScript numbers lose precision: it would be stored as another number\n` +
+        `${file}:7:21: schedules[0].job.params.big: this number is outside ±9007199254740991 (2^53−1) and has more digits than a JavaScript number keeps: it would be stored as another number\n` +
           '  hint: quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
-        `${file}:7:73: schedules[0].job.params.list[0]: this integer is outside ±9007199254740991 (2^53−1), where JavaScript numbers lose precision: it would be stored as another number\n` +
+        `${file}:7:73: schedules[0].job.params.list[0]: this number is outside ±9007199254740991 (2^53−1) and has more digits than a JavaScript number keeps: it would be stored as another number\n` +
+          '  hint: quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
+        // written with a fraction or an exponent, the same number is changed the same way (found by a user)
+        `${file}:7:98: schedules[0].job.params.fl[0]: this number is outside ±9007199254740991 (2^53−1) and has more digits than a JavaScript number keeps: it would be stored as another number\n` +
+          '  hint: quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
+        `${file}:7:122: schedules[0].job.params.fl[1]: this number is outside ±9007199254740991 (2^53−1) and has more digits than a JavaScript number keeps: it would be stored as another number\n` +
           '  hint: quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
       ]);
       // the value is not shown (params may hold a secret): the position finds it
       expect(r.errors.map((e) => e.format()).join('')).not.toContain('1234567890');
       expect(r.schedules).toEqual([]);
-      writeFileSync(file, `schedules:\n  - name: big\n    cron: "0 3 * * *"\n    job: {kind: handler, handler: h, params: {big: "12345678901234567890", f: 1e20, max: 9007199254740991}}\n`);
+      writeFileSync(file, `schedules:\n  - name: big\n    cron: "0 3 * * *"\n    job: {kind: handler, handler: h, params: {big: "12345678901234567890", f: 1e20, g: 6.02e23, h: 9007199254740992.0, max: 9007199254740991}}\n`);
       const ok = await loadSchedules(file);
       expect(ok.errors).toEqual([]);
-      expect((ok.schedules[0]!.job as { params?: unknown }).params).toEqual({ big: '12345678901234567890', f: 1e20, max: 9007199254740991 });
+      expect((ok.schedules[0]!.job as { params?: unknown }).params).toEqual({ big: '12345678901234567890', f: 1e20, g: 6.02e23, h: 9007199254740992, max: 9007199254740991 });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

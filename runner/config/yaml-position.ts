@@ -17,6 +17,7 @@ import {
   type YAMLMap,
 } from 'yaml';
 import { ConfigError, fieldPath } from './errors.js';
+import { CHANGED_NUMBER_REASON, numberLiteralChanged } from './number-literal.js';
 import { unclosedMessage, unclosedOpenings } from './yaml-unclosed.js';
 import { yamlMessage } from './yaml-messages.js';
 import type { Positions } from './data-positions.js';
@@ -32,23 +33,20 @@ export const PROTO_KEY_REASON = 'the key "__proto__" cannot be used: JavaScript 
 /** The hint that goes with {@link PROTO_KEY_REASON}. */
 export const PROTO_KEY_HINT = 'remove it (no field, header or parameter can be named __proto__)';
 
-/** An integer literal as YAML 1.2's core schema reads one (decimal, 0o octal, 0x hex). */
-const INT_LITERAL = /^[-+]?(?:[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$/;
 
 /**
  * Every value of the document that parsing into JavaScript would change silently, each refused where it is written
  * (one walk over the document):
  * - a `__proto__` key: such a key does not become a field; the schema would drop it (and what it holds);
- * - an integer literal outside ±(2^53−1) (`Number.MAX_SAFE_INTEGER`): it becomes the nearest double
- *   (12345678901234567890 → 12345678901234567000), so a job would get another number than the file says.
+ * - a number literal outside ±(2^53−1) that a JavaScript number cannot hold as written (number-literal.ts): it
+ *   becomes the nearest double (12345678901234567890 → 12345678901234567000), so a job would get another number
+ *   than the file says.
  */
 export function protoKeyErrors(doc: Document, file: string, at: (offset: number) => { line: number; col: number }): ConfigError[] {
   const out: ConfigError[] = [];
   visit(doc, {
     Scalar(_key, node, ancestors) {
-      if (typeof node.value !== 'number' || Number.isSafeInteger(node.value) || !Number.isFinite(node.value)) return;
-      const source = node.source ?? '';
-      if (!INT_LITERAL.test(source)) return; // 1e20 and 1.5e300 are floats, written as such
+      if (typeof node.value !== 'number' || !numberLiteralChanged(node.source ?? '', node.value)) return;
       const pos = at(node.range?.[0] ?? 0);
       const path = pathOf([...ancestors, node]);
       out.push(
@@ -58,7 +56,7 @@ export function protoKeyErrors(doc: Document, file: string, at: (offset: number)
           ...pos,
           field: fieldPath(path),
           // Not shown: a value may be a secret in the wrong place (a params value is the job's data); the position finds it.
-          reason: `this integer is outside ±${Number.MAX_SAFE_INTEGER} (2^53−1), where JavaScript numbers lose precision: it would be stored as another number`,
+          reason: CHANGED_NUMBER_REASON,
           hint: 'quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
         }),
       );

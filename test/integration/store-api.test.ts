@@ -154,17 +154,22 @@ describe('PUT and DELETE /api/v1/schedules/{name}', () => {
   });
 
   it('refuses an integer past ±(2^53−1) (400 UNSAFE_INTEGER at its JSON path and line:col, the value not shown) before storing anything; a quoted one is stored as sent', async () => {
-    const body = '{"cron":"0 3 * * *",\n "job":{"kind":"handler","handler":"h",\n  "params":{"ok":9007199254740991,"big":[1, -12345678901234567890],"f":1e20}}}';
+    const body = '{"cron":"0 3 * * *",\n "job":{"kind":"handler","handler":"h",\n  "params":{"ok":9007199254740991,"big":[1, -12345678901234567890],"f":1e20,"g":12345678901234567890.0,"h":1.2345678901234567890e19}}}';
     const r = await call('PUT', '/api/v1/schedules/big-int', body, op);
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'UNSAFE_INTEGER', field: 'body.job.params.big[1]' });
     expect(r.body.error.message).toContain('at line 3:45 of the body');
     expect(r.body.error.message).not.toContain('12345678901234567');
-    expect(r.body.error.problems).toEqual([expect.objectContaining({ field: 'body.job.params.big[1]', hint: expect.stringContaining('as a JSON string') })]);
+    expect(r.body.error.problems).toEqual([
+      expect.objectContaining({ field: 'body.job.params.big[1]', hint: expect.stringContaining('as a JSON string') }),
+      // with a fraction or an exponent, the same number is changed the same way (found by a user)
+      expect.objectContaining({ field: 'body.job.params.g' }),
+      expect.objectContaining({ field: 'body.job.params.h' }),
+    ]);
     expect(await lib.schedules.get('big-int')).toBeUndefined();
-    const quoted = await call('PUT', '/api/v1/schedules/big-int', body.replace('-12345678901234567890', '"-12345678901234567890"'), op);
+    const quoted = await call('PUT', '/api/v1/schedules/big-int', body.replace('-12345678901234567890', '"-12345678901234567890"').replace(',"g":12345678901234567890.0,"h":1.2345678901234567890e19', ',"g":6.02e23'), op);
     expect(quoted.status).toBe(200);
-    expect((await lib.schedules.get('big-int'))?.definition.job).toMatchObject({ params: { ok: 9007199254740991, big: [1, '-12345678901234567890'], f: 1e20 } });
+    expect((await lib.schedules.get('big-int'))?.definition.job).toMatchObject({ params: { ok: 9007199254740991, big: [1, '-12345678901234567890'], f: 1e20, g: 6.02e23 } });
     await call('DELETE', '/api/v1/schedules/big-int', undefined, op);
   });
 
@@ -238,7 +243,7 @@ describe('cronflock apply -f and delete', () => {
     const big = flock.writeSchedules(`schedules:\n  - {name: c-big, cron: "0 1 * * *", job: {kind: handler, handler: h, params: {big: 12345678901234567890}}}\n`, 'big.yaml');
     const r = cli('apply', '-f', big);
     expect(r.status, r.stdout + r.stderr).toBe(2);
-    expect(r.stderr).toContain(`${big}:2:85: schedules[0].job.params.big: this integer is outside ±9007199254740991 (2^53−1), where JavaScript numbers lose precision`);
+    expect(r.stderr).toContain(`${big}:2:85: schedules[0].job.params.big: this number is outside ±9007199254740991 (2^53−1) and has more digits than a JavaScript number keeps`);
     expect(r.stderr).toContain('quote it ("…" around the digits)');
     expect(await lib.schedules.get('c-big')).toBeUndefined();
     const merged = flock.writeSchedules(
