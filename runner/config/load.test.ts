@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ConfigError } from './errors.js';
 import { loadSchedules, MAX_SCHEDULE_FILE_BYTES, parseScheduleText } from './load.js';
 
@@ -528,6 +528,25 @@ describe('parseScheduleText: keys JavaScript treats specially, values never echo
 });
 
 describe('values the YAML step would change silently', () => {
+  it('refuses a map or list used as a key (a complex key) at file:line:col, and prints no yaml warning (found by a user: the later of two equal ones won)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-ckey-'));
+    const warn = vi.spyOn(process, 'emitWarning');
+    try {
+      const file = join(dir, 'ckey.yaml');
+      writeFileSync(file, `schedules:\n  - name: ck\n    cron: "0 3 * * *"\n    job:\n      kind: handler\n      handler: h\n      params:\n        ? [1, 2]\n        : x\n        ? {a: 1}\n        : y\n`);
+      const r = await loadSchedules(file);
+      expect(r.schedules).toEqual([]);
+      expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}: ${e.reason.split(':')[0]}`)).toEqual([
+        '8:11 schedules[0].job.params: this key is a list (a YAML "? " complex key)',
+        '10:11 schedules[0].job.params: this key is a map (a YAML "? " complex key)',
+      ]);
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses an integer literal outside ±(2^53−1) with file:line:col, saying it would lose precision and to quote it; quoted, or a float, it loads', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cronflock-bigint-'));
     try {

@@ -16,7 +16,9 @@ import { scheduleFileSchema, type ValidatedSchedule } from './schema.js';
 import { Locator, protoKeyErrors, type Path } from './yaml-position.js';
 
 /** The options every parse of a schedule file uses (the same as runner/config/load.ts). */
-export const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, merge: true } as const;
+// logLevel 'error': the yaml library's warnings (e.g. on a collection used as a key) are not printed to stderr:
+// the loader reports what is wrong itself (yaml-position.ts).
+export const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, merge: true, logLevel: 'error' } as const;
 
 /**
  * The compiled crons this loader process validated, kept for its life (it is killed after the load): the cron cache

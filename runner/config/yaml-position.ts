@@ -38,6 +38,8 @@ export const PROTO_KEY_HINT = 'remove it (no field, header or parameter can be n
  * Every value of the document that parsing into JavaScript would change silently, each refused where it is written
  * (one walk over the document):
  * - a `__proto__` key: such a key does not become a field; the schema would drop it (and what it holds);
+ * - a map or list used as a key (`? [1, 2]`): it would become the text of its items (`"[ 1, 2 ]"`), and two equal
+ *   ones one key with the later value;
  * - a number literal outside ±(2^53−1) that a JavaScript number cannot hold as written (number-literal.ts): it
  *   becomes the nearest double (12345678901234567890 → 12345678901234567000), so a job would get another number
  *   than the file says.
@@ -62,6 +64,21 @@ export function protoKeyErrors(doc: Document, file: string, at: (offset: number)
       );
     },
     Pair(_key, pair, ancestors) {
+      const key = isAlias(pair.key) ? pair.key.resolve(doc) : pair.key;
+      if (isMap(key) || isSeq(key)) {
+        const pos = at((pair.key as Node).range?.[0] ?? 0);
+        out.push(
+          new ConfigError({
+            code: 'SCHEMA_INVALID',
+            file,
+            ...pos,
+            field: fieldPath(pathOf(ancestors)),
+            reason: `this key is a ${isMap(key) ? 'map' : 'list'} (a YAML "? " complex key): a JavaScript object's keys are text, so it would become the text of its items, and two such keys would silently be one`,
+            hint: 'use a plain key (text or a number), e.g. "1,2": x',
+          }),
+        );
+        return;
+      }
       if (!isScalar(pair.key) || pair.key.value !== '__proto__') return;
       const pos = at(pair.key.range?.[0] ?? 0);
       out.push(
