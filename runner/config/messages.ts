@@ -144,7 +144,9 @@ export function describe(v: unknown): string {
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object' && v !== null) return 'a map';
   if (typeof v === 'boolean') return String(v);
-  return typeof v === 'number' ? 'a number' : typeof v === 'string' ? 'text' : `a ${typeof v}`;
+  // Infinity and NaN are of type number but not numbers a schema accepts (JSON's 1e400 parses to Infinity).
+  if (typeof v === 'number') return Number.isNaN(v) ? 'NaN' : Number.isFinite(v) ? 'a number' : 'an infinite number (too large for JavaScript)';
+  return typeof v === 'string' ? 'text' : `a ${typeof v}`;
 }
 
 /** The value at `path` in `data`; undefined when it is not there. */
