@@ -170,10 +170,6 @@ describe('PUT and DELETE /api/v1/schedules/{name}', () => {
     const quoted = await call('PUT', '/api/v1/schedules/big-int', body.replace('-12345678901234567890', '"-12345678901234567890"').replace(',"g":12345678901234567890.0,"h":1.2345678901234567890e19', ',"g":6.02e23'), op);
     expect(quoted.status).toBe(200);
     expect((await lib.schedules.get('big-int'))?.definition.job).toMatchObject({ params: { ok: 9007199254740991, big: [1, '-12345678901234567890'], f: 1e20, g: 6.02e23 } });
-    // a number too large for JavaScript is named as such (was: "must be a number, not a number")
-    const inf = await call('PUT', '/api/v1/schedules/big-inf', '{"cron":1e400,"job":{"kind":"http","url":"http://127.0.0.1:1/x"}}', op);
-    expect(inf.status).toBe(422);
-    expect(JSON.stringify(inf.body.error.problems)).toContain('an infinite number (too large for JavaScript)');
     await call('DELETE', '/api/v1/schedules/big-int', undefined, op);
   });
 
