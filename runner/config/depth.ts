@@ -4,6 +4,7 @@
  * by the stored-definition check (runner/store/definition.ts) before anything recursive (the YAML document's
  * `toJS`, zod, canonicalJson, redaction) touches the value, by an iterative walk that cannot itself run out of stack.
  */
+import { isMap, isScalar, isSeq } from 'yaml';
 import type { Path } from './yaml-position.js';
 
 /**
@@ -17,6 +18,12 @@ import type { Path } from './yaml-position.js';
  * for everyone; a fixed limit far below that refuses it at the door with a clear problem instead.
  */
 export const MAX_DEFINITION_DEPTH = 32;
+
+/**
+ * Levels of a schedule file's data allowed by {@link MAX_DEFINITION_DEPTH}: the file's map and its `schedules:` list
+ * are the two levels above each definition (the same bound holds for the file's other blocks).
+ */
+export const FILE_DEPTH = MAX_DEFINITION_DEPTH + 2;
 
 /** The reason of the refusal of a value nested past {@link MAX_DEFINITION_DEPTH}. */
 export const TOO_DEEP_REASON = `nesting deeper than ${MAX_DEFINITION_DEPTH} levels of maps and lists (counted from the schedule definition) starts here`;
@@ -82,3 +89,10 @@ export function firstTooDeep<N>(root: N, maxLevels: number, children: Children<N
 export function tooDeepPath(data: unknown, maxLevels: number): Path | undefined {
   return firstTooDeep(data, maxLevels, plainChildren)?.path;
 }
+
+/** The children of a YAML node (maps by their scalar keys, lists by index); aliases are not followed. */
+export const yamlChildren: Children<unknown> = (node) => {
+  if (isMap(node)) return node.items.map((pair, i) => [isScalar(pair.key) ? String(pair.key.value) : i, pair.value] as const);
+  if (isSeq(node)) return node.items.entries();
+  return undefined;
+};

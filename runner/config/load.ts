@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, isScalar, parseDocument, type Document, type Node } from 'yaml';
 import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from '../engine/windows.js';
@@ -24,7 +24,7 @@ import { compileJobs, compiled } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
-import { firstTooDeep, isStackOverflow, MAX_DEFINITION_DEPTH, PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT, TOO_DEEP_REASON, tooDeepPath } from './depth.js';
+import { FILE_DEPTH, firstTooDeep, isStackOverflow, PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT, TOO_DEEP_REASON, tooDeepPath, yamlChildren } from './depth.js';
 import { YAML_OPTIONS as PRECHECK_YAML_OPTIONS, type Precheck, type PrecheckedSchedule } from './precheck.js';
 
 export { MAX_SCHEDULE_FILE_BYTES };
@@ -346,22 +346,9 @@ export async function checkScheduleData(data: unknown, fileName: string, opts: {
   return oneFileResult(checked, fileName);
 }
 
-/**
- * Levels of a schedule file's data allowed by {@link MAX_DEFINITION_DEPTH}: the file's map and its `schedules:` list
- * are the two levels above each definition (the same bound holds for the file's other blocks).
- */
-const FILE_DEPTH = MAX_DEFINITION_DEPTH + 2;
-
-/** The refusal of a value nested past {@link MAX_DEFINITION_DEPTH}, at `path` of the file's data. */
+/** The refusal of a value nested past the one limit (depth.ts MAX_DEFINITION_DEPTH), at `path` of the file's data. */
 function tooDeepError(file: string, path: Path, pos: { line: number; col: number }): ConfigError {
   return new ConfigError({ code: 'SCHEMA_INVALID', file, ...pos, field: fieldPath(path), reason: TOO_DEEP_REASON, hint: TOO_DEEP_HINT });
-}
-
-/** The children of a YAML node (maps by their scalar keys, lists by index); aliases are not followed. */
-function yamlChildren(node: unknown): Iterable<readonly [string | number, unknown]> | undefined {
-  if (isMap(node)) return node.items.map((pair, i) => [isScalar(pair.key) ? String(pair.key.value) : i, pair.value] as const);
-  if (isSeq(node)) return node.items.entries();
-  return undefined;
 }
 
 /** One file's result on its own: its calendar names resolved against its own calendars, calendars that never run refused. */
