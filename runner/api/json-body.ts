@@ -48,7 +48,7 @@ export function jsonTooDeep(text: string, maxLevels: number = MAX_BODY_DEPTH): T
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c /* \ */) i++;
+      if (c === 0x5c /* backslash: the next character is escaped */) i++;
       else if (c === 0x22 /* " */) inString = false;
       continue;
     }
