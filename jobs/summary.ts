@@ -5,6 +5,7 @@
  */
 
 import { basename } from 'node:path';
+import { MAX_DEFINITION_DEPTH } from '../runner/config/depth.js';
 
 /** Most characters of a summary. */
 const MAX = 160;
@@ -32,21 +33,25 @@ const SECRET_KEY = /(secret|token|password|passphrase|credentials?|apikey|author
  * names with each value `***`, and a text value under a key that names a credential inline (`secret`, `token`,
  * `password`, a Slack `webhookUrl` …, but not `secretEnv`/`secretFile`, which say where one is) is `***`.
  * Everything else is kept as it is, so the answer still shows the schedule. Pure: returns a copy.
+ * A map or list nested deeper than MAX_DEFINITION_DEPTH levels (runner/config/depth.ts; `value` is level 1) is shown
+ * as `"…"`: no new definition can be that deep, but one stored before the limit existed may be, and showing it must
+ * not run out of stack (that broke `cronflock list` for everyone).
  */
 export function redactDefinition<T>(value: T): T {
-  return redactValue(value, '') as T;
+  return redactValue(value, '', 1) as T;
 }
 
-function redactValue(value: unknown, key: string): unknown {
+function redactValue(value: unknown, key: string, level: number): unknown {
   if (typeof value === 'string') {
     if (key === 'url' || key.endsWith('Url')) return SECRET_KEY.test(key) ? '***' : redactUrl(value);
     return SECRET_KEY.test(key) ? '***' : value;
   }
-  if (Array.isArray(value)) return value.map((v) => redactValue(v, ''));
   if (value === null || typeof value !== 'object') return value;
+  if (level > MAX_DEFINITION_DEPTH) return '…';
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, '', level + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    out[k] = k === 'headers' && v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).map((h) => [h, '***'])) : redactValue(v, k);
+    out[k] = k === 'headers' && v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).map((h) => [h, '***'])) : redactValue(v, k, level + 1);
   }
   return out;
 }

@@ -18,6 +18,65 @@
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { fieldPath } from '../config/errors.js';
 import { CHANGED_NUMBER_REASON, numberLiteralChanged } from '../config/number-literal.js';
+import { MAX_DEFINITION_DEPTH } from '../config/depth.js';
+
+/**
+ * Most levels of JSON objects and arrays a request body may nest (the body itself is level 1): 64, twice
+ * MAX_DEFINITION_DEPTH (runner/config/depth.ts). A body of `PUT /schedules/{name}` is a definition, so one nested
+ * a little past the definition's limit gets through here and is refused by the definition check, which names the
+ * field (422 SCHEDULE_INVALID); past this bound the body is refused as it is read (400 BODY_TOO_DEEP), before the
+ * recursive re-read of {@link jsonBodyProblems} (the yaml parser runs out of stack some thousand levels down).
+ */
+export const MAX_BODY_DEPTH = 2 * MAX_DEFINITION_DEPTH;
+
+/** Where a JSON text first opens an object or array past a nesting bound (1-based line and column). */
+export interface TooDeepBody {
+  line: number;
+  col: number;
+}
+
+/**
+ * The first `{` or `[` of JSON `text` that opens a level deeper than `maxLevels` (the outermost value is level 1),
+ * or `undefined`. One pass over the text, no recursion (any depth is safe); text inside strings is skipped,
+ * escapes (`\"`) included. For text JSON.parse accepted; on anything else a best effort that never throws.
+ */
+export function jsonTooDeep(text: string, maxLevels: number = MAX_BODY_DEPTH): TooDeepBody | undefined {
+  let depth = 0;
+  let line = 1;
+  let lineStart = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* backslash: the next character is escaped */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+      continue;
+    }
+    switch (c) {
+      case 0x22:
+        inString = true;
+        break;
+      case 0x7b /* { */:
+      case 0x5b /* [ */:
+        if (++depth > maxLevels) return { line, col: i - lineStart + 1 };
+        break;
+      case 0x7d /* } */:
+      case 0x5d /* ] */:
+        depth--;
+        break;
+      case 0x0a /* \n */:
+        line++;
+        lineStart = i + 1;
+        break;
+    }
+  }
+  return undefined;
+}
+
+/** The API's message for a body nested past {@link MAX_BODY_DEPTH}: where, what is wrong, how to fix it. */
+export function tooDeepBodyMessage(at: TooDeepBody): string {
+  return `body: nests objects and arrays deeper than ${MAX_BODY_DEPTH} levels (at line ${at.line}:${at.col} of the body); a schedule definition may nest at most ${MAX_DEFINITION_DEPTH} levels: flatten it, or pass deep data as a JSON string and parse it in the job`;
+}
 
 /** One key given twice in the same JSON object. Lines and columns are 1-based, in the body's text. */
 export interface DuplicateKey {

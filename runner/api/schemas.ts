@@ -21,7 +21,7 @@ export const definitionProblemSchema = z
 export const errorSchema = z
   .object({
     error: z.object({
-      code: z.string().describe('BAD_PARAMETER, BAD_BODY, DUPLICATE_KEY, UNSAFE_INTEGER, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, REDIS_UNAVAILABLE …'),
+      code: z.string().describe('BAD_PARAMETER, BAD_BODY, BODY_TOO_DEEP, DUPLICATE_KEY, UNSAFE_INTEGER, BAD_CURSOR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, REDIS_UNAVAILABLE …'),
       message: z.string().describe('what is wrong and what to do; for a refused field "<field>: <what is wrong>; allowed: <what is allowed>", several joined by " · "'),
       field: z.string().optional().describe('the (first) refused field, e.g. `body.reason` or `query.limit`'),
       problems: z

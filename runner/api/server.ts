@@ -40,7 +40,7 @@ import {
   type ScheduleSummary,
 } from './schemas.js';
 import { requestProblems, type RequestPart } from './request-messages.js';
-import { duplicateKeyField, duplicateKeyMessage, duplicateKeyProblem, jsonBodyProblems, unsafeIntegerMessage, unsafeIntegerProblem } from './json-body.js';
+import { duplicateKeyField, duplicateKeyMessage, duplicateKeyProblem, jsonBodyProblems, jsonTooDeep, MAX_BODY_DEPTH, tooDeepBodyMessage, unsafeIntegerMessage, unsafeIntegerProblem } from './json-body.js';
 import { mountUi } from '../ui/routes.js';
 import { errorPage } from '../ui/pages.js';
 import { IF_EXISTS, NameOwnedError, ScheduleStore, TenantLimitError, VersionConflictError, type NotStored } from '../store/store.js';
@@ -356,8 +356,9 @@ export function createApp(d: ApiDeps): Hono<Env> {
    * The request's JSON body (`{}` when empty).
    * @throws ApiError 413 BODY_TOO_LARGE past {@link MAX_BODY_BYTES}; 415 UNSUPPORTED_MEDIA_TYPE for a body not sent
    *   as `application/json` (or `…+json`), e.g. text/plain — the type a cross-site form may send; 400 BAD_BODY
-   *   for a body that is not JSON; 400 DUPLICATE_KEY for a key given twice in one object, 400 UNSAFE_INTEGER for
-   *   an integer outside ±(2^53−1) (runner/api/json-body.ts), before anything else looks at the body.
+   *   for a body that is not JSON; 400 BODY_TOO_DEEP for a body nesting past MAX_BODY_DEPTH levels; 400
+   *   DUPLICATE_KEY for a key given twice in one object, 400 UNSAFE_INTEGER for an integer outside ±(2^53−1)
+   *   (runner/api/json-body.ts), before anything else looks at the body.
    */
   const bodyOf = async (c: Context<Env>, example: string): Promise<unknown> => {
     const declared = Number(c.req.header('content-length'));
@@ -378,6 +379,10 @@ export function createApp(d: ApiDeps): Hono<Env> {
     } catch {
       throw new ApiError(400, 'BAD_BODY', `body: is not JSON; allowed: a JSON object, e.g. ${example}`, 'body');
     }
+    // Nesting past the body's bound, found by one pass over the text before the recursive re-read below (and the
+    // definition's checks after) could run out of stack: a 400, not a 503 a client would retry.
+    const deep = jsonTooDeep(text, MAX_BODY_DEPTH);
+    if (deep !== undefined) throw new ApiError(400, 'BODY_TOO_DEEP', tooDeepBodyMessage(deep), 'body', { line: deep.line, col: deep.col, maxDepth: MAX_BODY_DEPTH });
     // JSON.parse keeps the later of two equal keys and rounds integers past 2^53 silently; a schedule file
     // refuses both, and so does the API.
     const { duplicates: dups, unsafeIntegers } = jsonBodyProblems(text);

@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, isScalar, parseDocument, type Document } from 'yaml';
+import { LineCounter, isScalar, parseDocument, type Document, type Node } from 'yaml';
 import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from '../engine/windows.js';
@@ -24,6 +24,7 @@ import { compileJobs, compiled } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
+import { FILE_DEPTH, firstTooDeep, isStackOverflow, PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT, TOO_DEEP_REASON, tooDeepPath, yamlChildren } from './depth.js';
 import { YAML_OPTIONS as PRECHECK_YAML_OPTIONS, type Precheck, type PrecheckedSchedule } from './precheck.js';
 
 export { MAX_SCHEDULE_FILE_BYTES };
@@ -319,6 +320,10 @@ export async function parseScheduleText(
  * Relative paths (module jobs, `.ics` files) resolve against `opts.baseDir`.
  */
 export async function checkScheduleData(data: unknown, fileName: string, opts: { baseDir: string }): Promise<FileLoadResult> {
+  // Before the walks below (recursive, as zod and canonicalJson are): plain data nested past the limit is refused
+  // first, at line 1, col 1 (its place in the canonical JSON would take a recursive walk to find).
+  const deep = tooDeepPath(data, FILE_DEPTH);
+  if (deep !== undefined) return { schedules: [], errors: [tooDeepError(fileName, deep, { line: 1, col: 1 })] };
   const positions = new JsonPositions(data);
   const items = listOf(data);
   const protoErrors = protoKeyPaths(data).map(
@@ -339,6 +344,11 @@ export async function checkScheduleData(data: unknown, fileName: string, opts: {
     protoErrors,
   });
   return oneFileResult(checked, fileName);
+}
+
+/** The refusal of a value nested past the one limit (depth.ts MAX_DEFINITION_DEPTH), at `path` of the file's data. */
+function tooDeepError(file: string, path: Path, pos: { line: number; col: number }): ConfigError {
+  return new ConfigError({ code: 'SCHEMA_INVALID', file, ...pos, field: fieldPath(path), reason: TOO_DEEP_REASON, hint: TOO_DEEP_HINT });
 }
 
 /** One file's result on its own: its calendar names resolved against its own calendars, calendars that never run refused. */
@@ -468,10 +478,25 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   // the positions every schedule needs (its entry, its name), then let go before validation and compile, so that
   // a large file's document is not alive beside everything built from it. Other positions are only needed for
   // errors: the text is then parsed again (deterministic: the same nodes at the same offsets).
-  let doc: Document | undefined = parseDocument(text, { ...YAML_OPTIONS, lineCounter });
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
+  let doc: Document | undefined;
+  try {
+    doc = parseDocument(text, { ...YAML_OPTIONS, lineCounter });
+  } catch (err) {
+    // The yaml library's composer is recursive: a document nested some thousand levels deep overflows it before
+    // the depth check below can run. Said in words that tell what is wrong and how to fix it.
+    if (!isStackOverflow(err)) throw err;
+    const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: PARSER_TOO_DEEP_REASON, hint: TOO_DEEP_HINT, cause: err });
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
+  }
   if (doc.errors.length > 0) {
     return { schedules: [], errors: yamlErrors(doc.errors, file, text, at, doc), names: [], calendars: noFileCalendars(file), warnings: [] };
+  }
+  // Before the recursive walks of the document (__proto__ keys, toJS), at the node where the limit is passed.
+  const deep = firstTooDeep<unknown>(doc.contents, FILE_DEPTH, yamlChildren);
+  if (deep !== undefined) {
+    const e = tooDeepError(file, deep.path, at((deep.node as Node).range?.[0] ?? 0));
+    return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
   let located: Locator | undefined = new Locator(doc, at);
   const locator = (): Locator => (located ??= new Locator(parseDocument(text, YAML_OPTIONS), at));
@@ -490,7 +515,9 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
-    const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason: (err as Error).message, cause: err });
+    // An alias can nest an anchor's value deeper than the document shows (the check above does not follow aliases).
+    const reason = isStackOverflow(err) ? PARSER_TOO_DEEP_REASON : (err as Error).message;
+    const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason, ...(isStackOverflow(err) ? { hint: TOO_DEEP_HINT } : {}), cause: err });
     return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
 
@@ -532,6 +559,10 @@ interface DataContext {
 async function checkData(data: unknown, ctx: DataContext): Promise<CheckedText> {
   const { file, baseDir, memo, entryAt, names, protoErrors } = ctx;
   const toError = (p: Problem): ConfigError => problemError(file, ctx.positions(), p);
+  // The one nesting limit, before zod, compile and canonicalJson (all recursive) see the data; a file's document was
+  // checked already (at the node's position), this catches what aliases nest deeper.
+  const deep = tooDeepPath(data, FILE_DEPTH);
+  if (deep !== undefined) return { schedules: [], errors: [tooDeepError(file, deep, { line: 1, col: 1 })], names, calendars: noFileCalendars(file), warnings: [] };
   const items = listOf(data);
   const parsed = scheduleFileSchema.safeParse(data);
   const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, ctx.positions(), file));

@@ -14,6 +14,7 @@ import { readBounded } from './read-bounded.js';
 import { MAX_SCHEDULE_FILE_BYTES } from './files.js';
 import { scheduleFileSchema, type ValidatedSchedule } from './schema.js';
 import { Locator, protoKeyErrors, type Path } from './yaml-position.js';
+import { FILE_DEPTH, firstTooDeep, yamlChildren } from './depth.js';
 
 /** The options every parse of a schedule file uses (the same as runner/config/load.ts). */
 // logLevel 'error': the yaml library's warnings (e.g. on a collection used as a key) are not printed to stderr:
@@ -67,6 +68,8 @@ export async function precheckFile(file: string): Promise<Precheck> {
   let doc: Document | undefined = parseDocument(text, { ...YAML_OPTIONS, lineCounter });
   if (doc.errors.length > 0 || doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return { clean: false };
   const at = (offset: number): { line: number; col: number } => lineCounter.linePos(offset);
+  // Nested past the one limit (depth.ts): refused in-process, before the recursive walks below.
+  if (firstTooDeep<unknown>(doc.contents, FILE_DEPTH, yamlChildren) !== undefined) return { clean: false };
   if (protoKeyErrors(doc, file, at).length > 0) return { clean: false };
   let data: unknown;
   try {

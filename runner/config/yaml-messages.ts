@@ -5,6 +5,7 @@
  * not the column 1 of its indentation. A code not listed keeps the library's words (prefixed `YAML:`).
  */
 import { isMap, isScalar, visit, type Document, type YAMLError } from 'yaml';
+import { PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT } from './depth.js';
 
 /** A 1-based line and column. */
 export interface LineCol {
@@ -78,6 +79,11 @@ export function yamlMessage(err: YAMLError, doc: Document | undefined, lines: re
         hint: 'indent keys of one map to the same column; quote a value that contains ": "',
       };
     }
+    case 'RESOURCE_EXHAUSTION':
+      // The library's composer is recursive: a document some thousand levels deep runs it out of stack, before
+      // the loader's own nesting limit (runner/config/depth.ts) can place the problem at its node.
+      if (/maximum call stack size exceeded/i.test(err.message)) return { ...pos, reason: PARSER_TOO_DEEP_REASON, hint: TOO_DEEP_HINT };
+      return { ...pos, reason: `YAML: ${err.message}` };
     default:
       return { ...pos, reason: `YAML: ${err.message}` };
   }

@@ -5,6 +5,7 @@
  * every such token from its opening character, so the opening is found there, not guessed from the message.
  */
 import { CST, Parser } from 'yaml';
+import { isStackOverflow } from './depth.js';
 
 /** A quoted string or flow collection that is never closed. `offset` is that of its opening character (0-based). */
 export interface UnclosedOpening {
@@ -28,13 +29,19 @@ export function unclosedOpenings(text: string): UnclosedOpening[] {
       out.push({ offset: t.offset, opens: t.start.source === '[' ? '[' : '{' });
     }
   };
-  for (const token of new Parser().parse(text)) {
-    if (token.type !== 'document') continue;
-    check(token.value); // the document's own value: the visitor walks only the items below it
-    CST.visit(token, ({ key, value }) => {
-      check(key ?? undefined);
-      check(value);
-    });
+  try {
+    for (const token of new Parser().parse(text)) {
+      if (token.type !== 'document') continue;
+      check(token.value); // the document's own value: the visitor walks only the items below it
+      CST.visit(token, ({ key, value }) => {
+        check(key ?? undefined);
+        check(value);
+      });
+    }
+  } catch (err) {
+    // CST.visit is recursive: a document nested some thousand levels deep runs it out of stack. What was found so
+    // far stands; the nesting itself is reported by the yaml library's own error (yaml-messages.ts).
+    if (!isStackOverflow(err)) throw err;
   }
   return out.sort((a, b) => a.offset - b.offset);
 }

@@ -15,6 +15,7 @@ import { canonicalJson } from '../text/canonical-json.js';
 import { checkScheduleData, type CompiledSchedule, type FileLoadResult, type ScheduleSource } from '../config/load.js';
 import { fieldPath, type ConfigErrorCode } from '../config/errors.js';
 import { PROTO_KEY_HINT, PROTO_KEY_REASON } from '../config/yaml-position.js';
+import { MAX_DEFINITION_DEPTH, TOO_DEEP_HINT, TOO_DEEP_REASON, tooDeepPath } from '../config/depth.js';
 import type { ScheduleFileInput } from '../config/schema.js';
 
 /** A schedule's definition as written: one entry of a schedule file's `schedules:` list (durations as text). */
@@ -186,7 +187,7 @@ export interface DefinitionCheckOptions {
  * Relative module paths resolve against `baseDir` (default: the working directory).
  * `writing`: the definition is about to be stored, where a relative path is refused ({@link relativePathProblems});
  * replicas compile what is stored without it.
- * Per call, in order: non-JSON values and `__proto__` keys (one walk; a replica's definition comes from JSON.parse,
+ * Per call, in order: nesting past MAX_DEFINITION_DEPTH (runner/config/depth.ts, an iterative walk), non-JSON values and `__proto__` keys (one walk; a replica's definition comes from JSON.parse,
  * which makes `__proto__` an own key, so it is looked for there too), the canonical JSON and its size cap, then
  * the file loader's object step (runner/config/load.ts `checkScheduleData`) over that JSON read back.
  * Replicas skip none of it, on purpose: the walk costs under 1 µs and must run anyway for `__proto__`; on a stored
@@ -220,6 +221,10 @@ export async function checkDefinitionBy(compile: DefinitionCompiler, def: unknow
   if (def === null || typeof def !== 'object' || Array.isArray(def)) {
     return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'NOT_AN_OBJECT', field: '', reason: 'a schedule definition must be an object (name, cron, job, …)', hint: 'pass one entry of a schedule file\'s schedules: list, as an object' }]) };
   }
+  // Nesting past the one limit (runner/config/depth.ts) first, by an iterative walk: everything after it (this
+  // walk, canonicalJson, the loader's zod pass, an answer's redaction) is recursive and would run out of stack.
+  const deep = tooDeepPath(def, MAX_DEFINITION_DEPTH);
+  if (deep !== undefined) return { ok: false, error: new ScheduleDefinitionError(name, [{ code: 'SCHEMA_INVALID', field: fieldPath(deep), reason: TOO_DEEP_REASON, hint: TOO_DEEP_HINT }]) };
   // JSON.stringify would drop, null or turn into text what JSON cannot carry: refuse it, naming where.
   const { nonJson, protoKeys } = walkDefinition(def);
   if (nonJson.length > 0) return { ok: false, error: new ScheduleDefinitionError(name, nonJson) };
