@@ -284,3 +284,44 @@ describe('the names published with suspend: true ({ns}:defs:suspended, counted b
     expect(await redis.sismember(keys.definitionsSuspended, 'sp-a')).toBe(1);
   });
 });
+
+/**
+ * The planner's tick waits for the definitions refresh at most a plan budget (the tick renews the membership after
+ * it: at 1M stored schedules a refresh longer than the 2 s membership made replicas drop out); a longer one goes
+ * on in the background, and the view it replaces is replaced whole, never read half-built.
+ */
+describe('the refresh as a tick waits for it', () => {
+  const ks = new Keyspace('tick');
+  const N = 60_000;
+
+  it('returns after the wait while a full read of 60,000 goes on, then the changes; the view is empty or whole, never half-read', async () => {
+    const p = redis.pipeline();
+    for (let i = 0; i < N; i++) {
+      p.hset(ks.definitions, `t-${i}`, JSON.stringify({ cron: '0 3 * * *', timeZone: 'UTC', jitterMs: 0, definitionHash: `h${i}`, replica: 'pub', loadedAtMs: 1 }));
+    }
+    p.set(ks.definitionsVersion, String(N));
+    await p.exec();
+    const d = new Definitions(redis, ks, 'reader', { has: () => true });
+    const sizes = new Set<number>();
+    const watch = setInterval(() => sizes.add(d.snapshot().size), 1);
+    try {
+      expect(await d.refreshForTick(1)).toBe(false);
+      expect(d.heldVersion).toBeNull(); // still reading
+      let got: true | string[] | false = false;
+      for (let i = 0; i < 600 && got === false; i++) got = await d.refreshForTick(50);
+      expect(got).toBe(true);
+      expect(d.snapshot().size).toBe(N);
+      expect(d.heldVersion).toBe(String(N));
+      expect(d.reads.full).toBe(1);
+    } finally {
+      clearInterval(watch);
+    }
+    expect([...sizes].filter((n) => n !== 0 && n !== N)).toEqual([]);
+    // Nothing new: a quick refresh within the wait, nothing changed.
+    expect(await d.refreshForTick(5_000)).toBe(false);
+    // A publication by another replica: the next tick's refresh reads it from the log and names it.
+    await new Definitions(redis, ks, 'other', { has: () => true }).publishChanges((await parseScheduleText(file(1, 4).replaceAll('s-', 't-'), 'a.yaml')).schedules, []);
+    expect(await d.refreshForTick(5_000)).toEqual(['t-0']);
+    await d.settled();
+  }, 60_000);
+});

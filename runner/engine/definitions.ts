@@ -409,6 +409,53 @@ export class Definitions {
     return changed;
   }
 
+  /** The refresh the planner's ticks started and may have stopped waiting for ({@link refreshForTick}). */
+  private tickRefresh: Promise<void> | undefined;
+  /** A refresh started for a tick that ended (true: changed) since a tick last took the changes. */
+  private tickRefreshed = false;
+  /** A refresh started for a tick that failed after the tick stopped waiting: the next tick throws it. */
+  private tickRefreshError: unknown;
+
+  /**
+   * The refresh as the planner's tick needs it: starts one (or joins the one a previous tick left running) and
+   * waits for it at most `waitMs`; a longer one goes on in the background, the tick plans with the view as it is,
+   * and a later tick takes what it changed. Why: the tick also renews the membership, and it waited for the whole
+   * refresh first — at 1M stored schedules a change-log read of thousands of names, re-publications, a full read
+   * — so a replica whose refresh took longer than the 2 s membership TTL dropped out of the flock, and the others
+   * renamed its definitions, which made their own refreshes longer (the 1M change-apply runs of issue 19).
+   * Refreshes as quick as usual (one GET) end within the wait: the tick sees them as before.
+   * @returns what changed since the previous call: true (anything may have: a full read), the names, or false.
+   * @throws the error of a refresh that failed (within the wait, or since the previous call).
+   */
+  async refreshForTick(waitMs: number): Promise<true | string[] | false> {
+    this.tickRefresh ??= this.refresh().then(
+      (changed) => {
+        this.tickRefreshed ||= changed;
+        this.tickRefresh = undefined;
+      },
+      (err: unknown) => {
+        this.tickRefreshError = err;
+        this.tickRefresh = undefined;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.tickRefresh, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+    if (this.tickRefreshError !== undefined) {
+      const err = this.tickRefreshError;
+      this.tickRefreshError = undefined;
+      throw err;
+    }
+    if (!this.tickRefreshed) return false;
+    this.tickRefreshed = false;
+    return this.takeChanged();
+  }
+
+  /** Waits for a refresh a tick left running (a stop: nothing may write after the replica left). */
+  async settled(): Promise<void> {
+    await this.tickRefresh;
+  }
+
   /** How the view was last brought up to date: full reads and change-log reads, and names read from the log. */
   readonly reads = { full: 0, changes: 0, changedNames: 0 };
 
@@ -420,21 +467,25 @@ export class Definitions {
   /**
    * Reads every published definition, version `v` having been read first: a definition published while the scan
    * runs takes a newer version, so the next refresh reads it from the log. In HSCAN pages, not one HGETALL:
-   * 100,000 definitions are ~45 MB of JSON at once, which grew the heap for good.
+   * 100,000 definitions are ~45 MB of JSON at once, which grew the heap for good. Read into a new view that
+   * replaces the old one whole at the end: the planner's tick and the executor may ask the view while the scan
+   * runs ({@link refreshForTick} does not wait for it), and a half-read view answers "current" for every name not
+   * read yet.
    */
   private async readAll(v: string | null): Promise<void> {
     this.reads.full++;
-    this.touched = null;
-    this.seen = null;
-    this.winners = new Map<string, Winner>();
-    this.publishers = new Map<string, number>();
+    const into = { winners: new Map<string, Winner>(), publishers: new Map<string, number>() };
     let cursor = '0';
     do {
       const [next, flat] = await this.redis.hscan(this.keys.definitions, cursor, 'COUNT', DEFINITIONS_PAGE);
       // A name returned twice (HSCAN may) is set twice: the later value is kept.
-      for (let i = 0; i + 1 < flat.length; i += 2) this.set(flat[i]!, flat[i + 1]!);
+      for (let i = 0; i + 1 < flat.length; i += 2) this.setIn(into, flat[i]!, flat[i + 1]!);
       cursor = next;
     } while (cursor !== '0');
+    this.winners = into.winners;
+    this.publishers = into.publishers;
+    this.touched = null;
+    this.seen = null;
     this.version = v ?? '0';
   }
 
@@ -466,20 +517,31 @@ export class Definitions {
 
   /** Sets the winner of `name` from its published JSON, counting its publisher. */
   private set(read: string, raw: string): void {
+    const name = this.setIn({ winners: this.winners, publishers: this.publishers }, read, raw);
+    this.touched?.add(name);
+    this.seen?.add(name);
+  }
+
+  /** Sets the winner of `read` from its published JSON in the maps of `view`, counting its publisher; returns the name. */
+  private setIn(view: { winners: Map<string, Winner>; publishers: Map<string, number> }, read: string, raw: string): string {
     const d = JSON.parse(raw) as PublishedDefinition;
     // The strings of this replica's own definition where they are equal, not a copy per schedule from each read (at
     // 100,000 schedules the names and hashes read from Redis held ~12 MB beside the equal ones of the schedules).
     const own = this.mine.get(read);
     const name = own?.name ?? read;
     const hash = own !== undefined && own.definitionHash === d.definitionHash ? own.definitionHash : d.definitionHash;
-    this.delete(name);
+    const was = view.winners.get(name);
+    if (was !== undefined) {
+      const n = (view.publishers.get(was.replica) ?? 1) - 1;
+      if (n > 0) view.publishers.set(was.replica, n);
+      else view.publishers.delete(was.replica);
+    }
     // One string per publisher, not per schedule.
     let replica = this.interned.get(d.replica);
     if (replica === undefined) this.interned.set(d.replica, (replica = d.replica));
-    this.winners.set(name, { hash, replica, loadedAtMs: d.loadedAtMs });
-    this.touched?.add(name);
-    this.seen?.add(name);
-    this.publishers.set(replica, (this.publishers.get(replica) ?? 0) + 1);
+    view.winners.set(name, { hash, replica, loadedAtMs: d.loadedAtMs });
+    view.publishers.set(replica, (view.publishers.get(replica) ?? 0) + 1);
+    return name;
   }
 
   /** Forgets the winner of `name`, if any, and its count for its publisher. */

@@ -80,10 +80,11 @@ export interface PlannerRequirements {
   /** Whether this replica may plan a schedule (its definition is the published winner); default: yes. */
   mayPlan?: (s: CompiledSchedule) => boolean;
   /**
-   * Runs at the start of every tick (the replica refreshes the published definitions there); resolves true when
-   * what `mayPlan` answers may have changed for any schedule, the names when only for those.
+   * Runs at the start of every tick (the replica refreshes the published definitions there, waiting for them at
+   * most `waitMs`: the plan budget); resolves true when what `mayPlan` answers may have changed for any schedule,
+   * the names when only for those.
    */
-  beforeTick?: () => Promise<boolean | readonly string[] | void>;
+  beforeTick?: (waitMs: number) => Promise<boolean | readonly string[] | void>;
   /** Called after every heartbeat with how many occurrences are handed to this replica (runner/engine/handoffs.ts). */
   afterHeartbeat?: (handoffs: number) => void;
   /**
@@ -466,7 +467,8 @@ export class Planner {
     this.counters.ticks++;
     const t0 = performance.now();
     this.phases = { view: 0, plan: 0, enqueue: 0, promote: 0, sweep: 0 };
-    const before = await this.needs.beforeTick?.();
+    // Waits for the definitions at most a plan budget: the membership is renewed after it (definitions.ts refreshForTick).
+    const before = await this.needs.beforeTick?.(this.planBudgetMs);
     const definitionsChanged = before === true || Array.isArray(before) ? (before as true | readonly string[]) : false;
     const { view, gained } = await this.refreshView(definitionsChanged);
     this.phases.view = performance.now() - t0;

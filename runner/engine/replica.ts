@@ -284,7 +284,7 @@ export class Replica {
         events,
         live,
         mayPlan: (s) => definitions.isCurrent(s),
-        beforeTick: async () => ((await definitions.refresh()) ? definitions.takeChanged() : false),
+        beforeTick: (waitMs) => definitions.refreshForTick(waitMs),
         afterHeartbeat: (handoffs) => {
           if (handoffs > 0) executor.takeHandoffs();
         },
@@ -540,7 +540,8 @@ export class Replica {
       // Whether Redis answered lately: if not, the steps below that wait on it only wait for their limits, so
       // independent ones wait side by side and the outbox does not wait for sends it could not record anyway.
       const redisAnswering = this.cache.redisAgeMs <= REDIS_STALE_MS;
-      await step('planner and backfill admission', Promise.all([this.planner.stop(), this.admission.stop()]), STOP_STEP_MS);
+      // A definitions refresh a tick stopped waiting for may still be reading (or re-publishing): waited for too.
+      await step('planner and backfill admission', Promise.all([this.planner.stop(), this.admission.stop(), this.definitions.settled()]), STOP_STEP_MS);
       // The executor waits graceMs for runs, then up to 5 s for the hand-overs, then for BullMQ's worker to
       // close, which never happens while Redis is unreachable: once no run is held, give it STOP_STEP_MS more.
       const executorStopped = this.executor.stop(graceMs);
