@@ -30,4 +30,28 @@ describe('planning behind', () => {
     expect(line.behindMs).toBeGreaterThan(1_000);
     expect(Object.keys(line.phasesMs as object).sort()).toEqual(['enqueue', 'plan', 'promote', 'sweep', 'view']);
   });
+
+  it('stays silent when a reload divides planning anew and the replicas take schedules over (found by a user: a warning after every change)', async () => {
+    flock = await Flock.start();
+    // 8 schedules that stay as they are, 4 whose cron each change changes.
+    const yaml = (every: number): string =>
+      `schedules:\n${Array.from({ length: 12 }, (_, i) => `  - { name: s${i}, cron: "*/${i < 8 ? 1 : every} * * * * *", catchUp: none, job: { kind: http, url: ${flock.receiver.url}/s${i}, timeout: 5s } }\n`).join('')}`;
+    const file = flock.writeSchedules(yaml(2));
+    // Reloaded by SIGHUP only (not when the file is written), so that the two apply each change at other times.
+    const r1 = await flock.startReplica({ name: 'r1', schedules: file, args: ['--no-watch'] });
+    const r2 = await flock.startReplica({ name: 'r2', schedules: file, args: ['--no-watch'] });
+    await sleep(3_000);
+    for (const every of [3, 2, 3]) {
+      flock.writeSchedules(yaml(every));
+      // One after the other, as replicas apply a change: planning is undivided between, divided again after.
+      r1.signal('SIGHUP');
+      await sleep(1_500);
+      r2.signal('SIGHUP');
+      await sleep(4_000);
+    }
+    // The reloads divided planning anew (each replica took schedules over), and nothing was behind.
+    const changes = [r1, r2].flatMap((r) => r.lines.filter((l) => l.msg === 'planning membership changed'));
+    expect(changes.some((l) => Number(l.gained) > 0), JSON.stringify(changes)).toBe(true);
+    expect([r1, r2].flatMap((r) => r.lines.filter((l) => l.msg?.startsWith('planning is behind')))).toEqual([]);
+  }, 60_000);
 });
