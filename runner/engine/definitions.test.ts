@@ -8,6 +8,7 @@ import { parseScheduleText } from '../config/load.js';
 import { Keyspace } from '../redis/keys.js';
 import { usePrivateRedis } from '../../test/support/private-redis.js';
 import { Definitions } from './definitions.js';
+import { STORE_SOURCE_FILE } from '../store/definition.js';
 
 // One server for the file, not flushed between tests (each test uses its own names); shared set-up: test/support.
 const pr = usePrivateRedis({ flushBetweenTests: false });
@@ -160,6 +161,34 @@ describe('re-publications and stored changes that cost a bounded amount', () => 
     await b2.refresh();
     expect(await version()).toBe(v + 45);
     expect(defs.every((s) => b2.publisherOf(s.name) === 'b2')).toBe(true);
+  });
+
+  it("leaves a stored schedule's lapsed publisher for the stored grace (nothing waits on it), renames a file's at once", async () => {
+    const stored = (await parseScheduleText(file(30, 18).replaceAll('s-', 'lapse-st-'), STORE_SOURCE_FILE)).schedules;
+    const filed = (await parseScheduleText(file(20, 18).replaceAll('s-', 'lapse-fl-'), 'a.yaml')).schedules;
+    expect(stored.every((s) => s.source.file === STORE_SOURCE_FILE)).toBe(true);
+    await member('l1');
+    await member('l2');
+    const alive = new Set(['l1', 'l2']);
+    const live = { has: (r: string) => alive.has(r) };
+    await new Definitions(redis, keys, 'l1', live).publish([...stored, ...filed]);
+    const l2 = new Definitions(redis, keys, 'l2', live, undefined, 0, undefined, 1_000);
+    await l2.publish([...stored, ...filed]);
+    const v = await version();
+    // l1's membership lapses (its event loop busy): the file's names are renamed at once, the store's are not.
+    alive.delete('l1');
+    await member('l1', -1_000);
+    await l2.refresh();
+    await l2.refresh();
+    expect(await version()).toBe(v + 20);
+    expect((await Promise.all(filed.map((s) => publisher(s.name)))).every((r) => r === 'l2')).toBe(true);
+    expect((await Promise.all(stored.map((s) => publisher(s.name)))).every((r) => r === 'l1')).toBe(true);
+    expect([...stored, ...filed].every((s) => l2.isCurrent(s))).toBe(true);
+    // Still gone after the grace: renamed as before.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await l2.refresh();
+    expect(await version()).toBe(v + 50);
+    expect((await Promise.all(stored.map((s) => publisher(s.name)))).every((r) => r === 'l2')).toBe(true);
   });
 
   it("a stored change's publication does not read the view: current at once, read back and its load time noted by the next refresh", async () => {

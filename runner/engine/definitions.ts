@@ -121,6 +121,17 @@ export const DEFINITIONS_LOG_KEEP = 50_000;
 export const SAME_DEFINITION_ORPHAN_GRACE_MS = 0;
 
 /**
+ * The grace of {@link SAME_DEFINITION_ORPHAN_GRACE_MS} for a stored schedule (flock.schedules.upsert, `apply -f`):
+ * its publisher's name is only a label — every replica follows the store, plans a definition it holds with the
+ * same hash whoever published it, and control operations accept a stored schedule whose publisher is gone while
+ * other replicas are live (engine/control.ts) — so nothing waits on its rename, and a publisher that lapsed for a
+ * few seconds (a CPU-starved replica holding 1M stored schedules: seen every minute at load 10 on 2 cores) must not
+ * make the others rename its names: each rename is a change every replica reads, and the renames of a lapse fed the
+ * next lapse (issue 19, 1M stored schedules at 1,000 changes/s). A replica gone for this long is renamed as before.
+ */
+export const STORED_ORPHAN_GRACE_MS = 30_000;
+
+/**
  * How many same-definition orphans (a gone publisher's names whose definition this replica holds with the same
  * hash) one refresh re-publishes under this replica's name. Nothing waits on those renames (the definition is
  * current for every replica that holds it, whoever published it; control operations accept a stored schedule
@@ -187,6 +198,8 @@ export class Definitions {
     private readonly orphanGraceMs = SAME_DEFINITION_ORPHAN_GRACE_MS,
     /** Same-definition orphans re-published per refresh ({@link SAME_DEFINITION_RENAMES_PER_REFRESH}; smaller in tests). */
     private readonly renamesPerRefresh = SAME_DEFINITION_RENAMES_PER_REFRESH,
+    /** The grace for a stored schedule's same definition ({@link STORED_ORPHAN_GRACE_MS}; shorter in tests). */
+    private readonly storedOrphanGraceMs = STORED_ORPHAN_GRACE_MS,
   ) {}
 
   private isLive(replica: string): boolean {
@@ -385,7 +398,7 @@ export class Definitions {
       // loading, must not make every other replica re-publish every definition it published), and a bounded
       // number per refresh.
       if (w.hash !== s.definitionHash) candidates.push(s);
-      else if (nowMs - this.missingSince.get(w.replica)! >= this.orphanGraceMs) {
+      else if (nowMs - this.missingSince.get(w.replica)! >= (s.source.file === STORE_SOURCE_FILE ? this.storedOrphanGraceMs : this.orphanGraceMs)) {
         if (at++ < first) {
           if (before.length < limit) before.push(s);
         } else if (renames < limit) {
