@@ -37,6 +37,7 @@ import { LogCapture } from '../history/log-capture.js';
 import { packageVersion } from './package-info.js';
 import { addApiOptions, apiSettings, listenErrorMessage } from './ui-command.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
+import { releaseLoadMemory, RELEASE_AFTER_SCHEDULES } from '../memory.js';
 import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** What a replica started with an IPC channel sends its parent for each run event (engine/events.ts). */
@@ -255,10 +256,21 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (!replica) return; // stopped while starting
   const running = replica;
   log.info('replica running');
+  // A large load leaves hundreds of MB of garbage that V8 keeps resident: give it back once (runner/memory.ts).
+  const loaded = running.scheduleCount;
+  if (loaded >= RELEASE_AFTER_SCHEDULES) {
+    const r = releaseLoadMemory();
+    if (r) log.info({ schedules: loaded, heapUsedMb: mb(r.heapUsedAfter), heapTotalMb: mb(r.heapTotalAfter), rssMb: mb(r.rssAfter), rssBeforeMb: mb(r.rssBefore), tookMs: Math.round(r.tookMs) }, 'memory of the load given back');
+  }
 
   // Reloads (one at a time) when a file or a Schedule changes, and on SIGHUP; refused definitions keep their
   // running versions (runner/sources/).
   sources.started(running, o.watch !== false);
+}
+
+/** Bytes as whole MB, for log lines. */
+function mb(bytes: number): number {
+  return Math.round(bytes / 1048576);
 }
 
 /** The string options of `o` named in `names` (flag key → result key), left out when unset. */

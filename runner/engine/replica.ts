@@ -143,6 +143,11 @@ export class Replica {
     this.runningByName = new Map(parts.running.map((s) => [s.name, s]));
   }
 
+  /** How many schedules this replica runs now. */
+  get scheduleCount(): number {
+    return this.runningByName.size;
+  }
+
   /** The schedules this replica runs (their health is reported): the same array until they change. */
   private get running(): readonly CompiledSchedule[] {
     return (this.runningList ??= [...this.runningByName.values()]);
