@@ -37,6 +37,7 @@ import { LogCapture } from '../history/log-capture.js';
 import { packageVersion } from './package-info.js';
 import { addApiOptions, apiSettings, listenErrorMessage } from './ui-command.js';
 import { parseScheduleMetricsMode, type ScheduleMetricsMode } from '../admin/schedule-health.js';
+import { releaseLoadMemory, RELEASE_AFTER_SCHEDULES } from '../memory.js';
 import { otelFlagEndpoint, startTracing, tracingWanted, type OccurrenceTracer } from '../tracing/tracer.js';
 
 /** What a replica started with an IPC channel sends its parent for each run event (engine/events.ts). */
@@ -153,6 +154,10 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (first.refusedFiles.length > 0) log.warn({ refused: first.refusedFiles }, 'refused files are ignored; valid files run');
   let closeStored: (() => Promise<void>) | undefined;
   const schedules = first.runs.map((r) => r.schedule);
+  // What the stored schedules' step below compares with, not the first combination itself: a closure's variable
+  // lives as long as the replica, and the first combination's list of runs is ~4 MB at 100,000 schedules.
+  const firstErrorMessages = new Set(first.fileErrors.map((f) => f.message));
+  const firstRefusedCount = first.refusedFiles.length;
 
   const events = new EngineEvents();
   // A supervisor with an IPC channel (the demo) follows the runs; a closed channel is not this replica's problem.
@@ -190,11 +195,11 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
       closeStored = opened.close;
       await sources.addStored(opened.stored);
       for (const e of sources.first.fileErrors) {
-        if (first.fileErrors.some((f) => f.message === e.message)) continue;
+        if (firstErrorMessages.has(e.message)) continue;
         process.stderr.write(`${e.format()}\n`);
         if (logFileErrors) log.error({ file: e.file, line: e.line, col: e.col, field: e.field }, e.reason);
       }
-      if (sources.first.refusedFiles.length > first.refusedFiles.length) log.warn({ refused: sources.first.refusedFiles }, 'refused files are ignored; valid files run');
+      if (sources.first.refusedFiles.length > firstRefusedCount) log.warn({ refused: sources.first.refusedFiles }, 'refused files are ignored; valid files run');
       return sources.schedules();
     };
     replica = await Replica.start({ redisUrl: target.url, redisTls: target.tls, schedules, options, log, admin, events, signal: aborted.signal, scheduleMetrics, tracing, resolveSchedules });
@@ -255,10 +260,21 @@ async function start(path: string | undefined, o: Record<string, unknown> & Redi
   if (!replica) return; // stopped while starting
   const running = replica;
   log.info('replica running');
+  // A large load leaves hundreds of MB of garbage that V8 keeps resident: give it back once (runner/memory.ts).
+  const loaded = running.scheduleCount;
+  if (loaded >= RELEASE_AFTER_SCHEDULES) {
+    const r = releaseLoadMemory();
+    if (r) log.info({ schedules: loaded, heapUsedMb: mb(r.heapUsedAfter), heapTotalMb: mb(r.heapTotalAfter), rssMb: mb(r.rssAfter), rssBeforeMb: mb(r.rssBefore), tookMs: Math.round(r.tookMs) }, 'memory of the load given back');
+  }
 
   // Reloads (one at a time) when a file or a Schedule changes, and on SIGHUP; refused definitions keep their
   // running versions (runner/sources/).
   sources.started(running, o.watch !== false);
+}
+
+/** Bytes as whole MB, for log lines. */
+function mb(bytes: number): number {
+  return Math.round(bytes / 1048576);
 }
 
 /** The string options of `o` named in `names` (flag key → result key), left out when unset. */

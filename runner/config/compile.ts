@@ -8,7 +8,7 @@ import { JobCompileError } from '../../jobs/types.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import type { CompiledJob, CompiledSchedule, ScheduleSource } from './load.js';
 import type { Problem } from './messages.js';
-import { jobSchema, type JobParams, type ValidatedSchedule } from './schema.js';
+import { catchUpSchema, concurrencyPolicySchema, jobSchema, onResumeSchema, type JobParams, type ValidatedSchedule } from './schema.js';
 import { startsWith, type Path } from './yaml-position.js';
 
 /**
@@ -68,6 +68,28 @@ function jobParamsOf(item: unknown): JobParams | undefined {
 export function compiled(s: ValidatedSchedule, job: CompiledJob, source: ScheduleSource): CompiledSchedule {
   const { due: _due, ...definition } = s; // calendar and blackouts as written; what they name: calendars.ts
   const definitionHash = hash('sha256', canonicalJson(definition), 'hex');
-  return { ...definition, job, due: s.due, source, definitionHash };
+  return shareStrings({ ...definition, job, due: s.due, source, definitionHash });
+}
+
+/** One string per value of the enum fields (the schema's own literals). */
+const ENUM_STRINGS = new Map<string, string>([...catchUpSchema.options, ...concurrencyPolicySchema.options, ...onResumeSchema.options].map((v) => [v, v]));
+
+/**
+ * Makes `s`'s cron, zone and policy strings the shared ones: the compiled cron's expression and zone (one per
+ * distinct expression and zone, ../schedule/cron.ts) where they are equal, the schema's literals for the policies.
+ * Parsed YAML, structured-clone messages from the loader processes and JSON give every schedule copies of its
+ * own (~110 bytes a schedule: ~11 MB at 100,000 schedules). Changes `s` in place (no field is added or removed,
+ * the values stay equal) and returns it.
+ */
+export function shareStrings<S extends Pick<CompiledSchedule, 'cron' | 'timeZone' | 'catchUp' | 'concurrencyPolicy' | 'onResume' | 'due'>>(s: S): S {
+  if (s.cron === s.due.expression) s.cron = s.due.expression;
+  if (s.timeZone === s.due.timeZone) s.timeZone = s.due.timeZone;
+  const catchUp = ENUM_STRINGS.get(s.catchUp);
+  if (catchUp !== undefined) s.catchUp = catchUp as S['catchUp'];
+  const concurrencyPolicy = ENUM_STRINGS.get(s.concurrencyPolicy);
+  if (concurrencyPolicy !== undefined) s.concurrencyPolicy = concurrencyPolicy as S['concurrencyPolicy'];
+  const onResume = ENUM_STRINGS.get(s.onResume);
+  if (onResume !== undefined) s.onResume = onResume as S['onResume'];
+  return s;
 }
 

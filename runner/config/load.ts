@@ -20,7 +20,7 @@ import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge
 import { Locator, PROTO_KEY_HINT, PROTO_KEY_REASON, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
 import { JsonPositions, type Positions } from './data-positions.js';
 import { issueProblems, type Problem } from './messages.js';
-import { compileJobs, compiled } from './compile.js';
+import { compileJobs, compiled, shareStrings } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
@@ -437,7 +437,7 @@ async function fromPrecheck(pre: Extract<Precheck, { clean: true }>, file: strin
     const d = s.definition;
     names.push({ name: d.name, file, line: s.nameLine, col: s.nameCol, field: fieldPath(['schedules', i, 'name']) });
     const job = jobs.get(jobOf[i]!) ?? (distinct[jobOf[i]!]!.job as CompiledJob);
-    return { ...d, job, due: compileCron(d.cron, d.timeZone, { hashSeed: d.name }), source: { file, line: s.line, col: s.col }, definitionHash: s.definitionHash };
+    return shareStrings({ ...d, job, due: compileCron(d.cron, d.timeZone, { hashSeed: d.name }), source: { file, line: s.line, col: s.col }, definitionHash: s.definitionHash });
   });
   return { schedules, errors: [], names, warnings: [], calendars: noFileCalendars(file) };
 }

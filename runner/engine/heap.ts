@@ -1,54 +1,72 @@
-/** A binary min-heap keyed by a number: the planner's queue of schedules by next due time. */
+/**
+ * A binary min-heap keyed by a number: the planner's queue of schedules by next due time.
+ *
+ * Keys and values are kept in two parallel arrays, not as an entry object per item: the planner holds one item per
+ * schedule it plans, and at 100,000 schedules an `{ key, value }` object and a boxed number per item cost ~5 MB of
+ * heap (keys stay unboxed in a number-only array).
+ */
 export class MinHeap<T> {
-  private readonly items: { key: number; value: T }[] = [];
+  private readonly keys: number[] = [];
+  private readonly values: T[] = [];
 
   get size(): number {
-    return this.items.length;
+    return this.keys.length;
   }
 
   /** Adds `value` with priority `key`. O(log n). */
   push(key: number, value: T): void {
-    const a = this.items;
-    a.push({ key, value });
-    let i = a.length - 1;
+    const k = this.keys;
+    const v = this.values;
+    let i = k.length;
+    k.push(key);
+    v.push(value);
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (a[p]!.key <= a[i]!.key) break;
-      [a[p], a[i]] = [a[i]!, a[p]!];
+      if (k[p]! <= key) break;
+      k[i] = k[p]!;
+      v[i] = v[p]!;
       i = p;
     }
+    k[i] = key;
+    v[i] = value;
   }
 
   /** Smallest key, or undefined when empty. O(1). */
   peekKey(): number | undefined {
-    return this.items[0]?.key;
+    return this.keys.length > 0 ? this.keys[0] : undefined;
   }
 
   /** Removes and returns the entry with the smallest key. O(log n). */
   pop(): { key: number; value: T } | undefined {
-    const a = this.items;
-    if (a.length === 0) return undefined;
-    const top = a[0]!;
-    const last = a.pop()!;
-    if (a.length > 0) {
-      a[0] = last;
+    const k = this.keys;
+    const v = this.values;
+    if (k.length === 0) return undefined;
+    const top = { key: k[0]!, value: v[0]! };
+    const lastKey = k.pop()!;
+    const lastValue = v.pop()!;
+    const n = k.length;
+    if (n > 0) {
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
         const r = l + 1;
-        let m = i;
-        if (l < a.length && a[l]!.key < a[m]!.key) m = l;
-        if (r < a.length && a[r]!.key < a[m]!.key) m = r;
-        if (m === i) break;
-        [a[m], a[i]] = [a[i]!, a[m]!];
+        let m = l;
+        if (l >= n) break;
+        if (r < n && k[r]! < k[l]!) m = r;
+        if (k[m]! >= lastKey) break;
+        k[i] = k[m]!;
+        v[i] = v[m]!;
         i = m;
       }
+      k[i] = lastKey;
+      v[i] = lastValue;
     }
     return top;
   }
 
   /** Removes every entry. */
   clear(): void {
-    this.items.length = 0;
+    this.keys.length = 0;
+    this.values.length = 0;
   }
 }
