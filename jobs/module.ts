@@ -14,7 +14,7 @@ import { timerDurationMs } from '../runner/validate/zod-duration.js';
 import { linkedSignal } from '../runner/time/deadline.js';
 import { formatDurationMs } from '../runner/time/duration.js';
 import { importUserJob, type UserJob } from './module-import.js';
-import { checkModule, runSandboxed, SandboxError, type SandboxLimits } from './module-sandbox.js';
+import { checkModule, prepareModuleChecks, runSandboxed, SandboxError, type SandboxLimits } from './module-sandbox.js';
 import { JobCompileError, type JobContext, type JobKind } from './types.js';
 
 /** Default of `loadTimeout` (ms). */
@@ -122,6 +122,8 @@ export const moduleJob: JobKind<ModuleJobParams, CompiledModuleJob> = {
    * within `loadTimeout` and `memoryLimitMb` and has a default export with run() (once per file and limits per load).
    * @throws JobCompileError (field `path`) saying why not.
    */
+  /** The check's measure of a bare Node's reservation, started beside the file's parse. */
+  prepare: prepareModuleChecks,
   async compile(p, ctx) {
     const file = isAbsolute(p.path) ? p.path : resolve(ctx.baseDir, p.path);
     // Once per file and load: 100,000 schedules of one module file looked it up 100,000 times.

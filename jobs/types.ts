@@ -219,6 +219,13 @@ export interface JobKind<Params extends { kind: string } = { kind: string }, Com
    */
   compile?(params: Params, ctx: CompileContext): Promise<Compiled>;
   /**
+   * Starts, without waiting for it, set-up that {@link compile} would otherwise wait for (e.g. the module kind's
+   * measure of what a bare Node reserves, a short child process). Called by the loader when a file it is about to
+   * parse may hold jobs of this kind, so that the set-up runs beside the parse and validation. Must be cheap when
+   * repeated and never throw; what it starts is what compile needs anyway.
+   */
+  prepare?(): void;
+  /**
    * Checks the schedule's own fields against what the kind can honour (e.g. `kind: job` refuses schedule
    * `retries`). Called at load with the schedule block as written (fields may be missing or invalid: check types);
    * returns one issue per problem, `path` relative to the schedule (e.g. `['retries']`), empty when fine.

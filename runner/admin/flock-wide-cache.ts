@@ -144,6 +144,18 @@ export class FlockWideCache {
     this.next(0);
   }
 
+  /**
+   * Notes that Redis answered a command on this loop's connection just now (the replica's start: the clock sync),
+   * as an answered PING would. The loop's first PING goes out when the loop starts, usually before the connection
+   * is ready (the commands connection has no offline queue, so it fails at once), and the next turn is
+   * `pingEveryMs` later: without this a replica that runs was not ready (/readyz "Redis is not reachable") for up
+   * to a second after its start. What Redis answers later is still told by the PINGs alone.
+   */
+  answered(): void {
+    this.redisOkAtMs = performance.now();
+    this.redisProblem = undefined;
+  }
+
   /** Stops the loop; resolves when a turn in flight has ended (each of its commands is bounded). */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -3,7 +3,7 @@
  * with its definition hash (sha256 of the canonical JSON of the definition as written).
  */
 import { hash } from 'node:crypto';
-import { findJobKind } from '../../jobs/registry.js';
+import { findJobKind, jobKinds } from '../../jobs/registry.js';
 import { JobCompileError } from '../../jobs/types.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import type { CompiledJob, CompiledSchedule, ScheduleSource } from './load.js';
@@ -93,3 +93,21 @@ export function shareStrings<S extends Pick<CompiledSchedule, 'cron' | 'timeZone
   return s;
 }
 
+
+/** `kind: <name>` as a file may write it (block or flow, quoted or not): enough to tell that a kind may be used. */
+const kindWritten = (kind: string): RegExp => new RegExp(`\\bkind["']?\\s*:\\s*["']?${kind}\\b`);
+const KIND_WRITTEN = new Map<string, RegExp>();
+
+/**
+ * Calls the `prepare` of each job kind that `text` (a schedule file about to be parsed) may use, so that their
+ * set-up runs beside the parse (`JobKind.prepare`, jobs/types.ts). A guess from the text: a mention that is not a job
+ * costs the set-up once; a kind written otherwise (an alias) only loses the head start.
+ */
+export function prepareJobKinds(text: string): void {
+  for (const k of jobKinds) {
+    if (!k.prepare) continue;
+    let re = KIND_WRITTEN.get(k.kind);
+    if (!re) KIND_WRITTEN.set(k.kind, (re = kindWritten(k.kind)));
+    if (re.test(text)) k.prepare();
+  }
+}

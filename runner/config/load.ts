@@ -20,7 +20,7 @@ import { byPosition, ioError, MAX_SCHEDULE_FILE_BYTES, scheduleFilesIn, tooLarge
 import { Locator, PROTO_KEY_HINT, PROTO_KEY_REASON, protoKeyErrors, yamlErrors, type Path } from './yaml-position.js';
 import { JsonPositions, type Positions } from './data-positions.js';
 import { issueProblems, type Problem } from './messages.js';
-import { compileJobs, compiled, shareStrings } from './compile.js';
+import { compileJobs, compiled, prepareJobKinds, shareStrings } from './compile.js';
 import { compileCron } from '../schedule/cron.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
@@ -222,6 +222,7 @@ export async function loadSchedules(path: string, opts: LoadOptions = {}): Promi
       checkedFiles.push({ file, checked: null, errors: [ioError(file, `cannot be read: ${(err as Error).message}`, undefined, err)] });
       continue;
     }
+    prepareJobKinds(text); // e.g. the module checks' set-up, beside this file's parse
     const checked = await checkText(text, file, dirname(resolve(file)), memo);
     checkedFiles.push({ file, checked, errors: [...checked.errors] });
     for (const def of checked.names) definedIn.set(def.name, [...(definedIn.get(def.name) ?? []), def]);

@@ -267,6 +267,8 @@ export class Replica {
     let built: Replica | undefined;
     try {
       const first = await firstSync(clock, connectionErrors, p.redisUrl, log, cmd, p.signal);
+      // Redis answered on the cache's connection: readiness need not wait for the cache loop's next PING (a second).
+      cache.answered();
       log.info({ skewMs: Math.round(first.offsetMs), rttMs: first.rttMs }, 'clock synchronised with Redis');
       if (p.resolveSchedules) {
         p = { ...p, schedules: await p.resolveSchedules() };

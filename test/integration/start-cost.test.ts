@@ -78,6 +78,18 @@ describe('cronflock start: set-up', () => {
     }
   });
 
+  it('is ready (/readyz 200) when it says it runs: readiness does not wait for the next PING of the admin loop', async () => {
+    // The admin loop's first PING goes out before the commands connection is ready and fails at once; its next
+    // turn is a second later. The clock sync of the start is Redis answering on that connection: it counts.
+    const file = flock.writeSchedules('schedules:\n  - { name: r, cron: "0 3 * * *", job: { kind: http, url: "http://127.0.0.1:9/x" } }\n', 'ready.yaml');
+    const r = await flock.startReplica({ name: 'ready', schedules: file });
+    const res = await fetch(`${r.adminUrl}/readyz`);
+    const body = await res.text();
+    expect(body).toContain('"ready":true');
+    expect(res.status).toBe(200);
+    await r.stop();
+  });
+
   it('imports no dashboard server, e-mail, Kubernetes, S3 or tracing library, nor the other commands, for a replica of http and module jobs', async () => {
     const job = join(dir, 'noop.mjs');
     writeFileSync(job, 'export default { run() {} };\n');
