@@ -444,6 +444,17 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(escaped.errors.map((e) => e.reason)).not.toContain('this quoted string is never closed');
   });
 
+  it('says a value starting with a reserved character, and text after a closed value, in our words (no "YAML: ")', async () => {
+    const at = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    description: @team\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(only(at.errors, { line: 4, col: 18, field: '', code: 'YAML_SYNTAX' }).format()).toBe(
+      'test.yaml:4:18: a value cannot start with @ unless it is in quotes (YAML reserves @)\n  hint: write the value in quotes, e.g. "@daily"',
+    );
+    const after = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"x\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    const e = only(after.errors, { line: 3, col: 19, field: '', code: 'YAML_SYNTAX' });
+    expect(e.reason).toBe('more text follows a value that has ended (after its closing quote, or a map key where a list goes on)');
+    expect([...at.errors, ...after.errors].map((x) => x.reason).join('\n')).not.toContain('YAML: ');
+  });
+
   it('refuses a duplicate YAML key, naming it and where the first one is', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    cron: "@hourly"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' }).format()).toBe(
