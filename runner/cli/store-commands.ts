@@ -18,7 +18,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import { YAML_OPTIONS } from '../config/precheck.js';
-import { fieldSegments, formatError } from '../config/errors.js';
+import { fieldPath, fieldSegments, formatError } from '../config/errors.js';
 import { Locator } from '../config/yaml-position.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
@@ -74,6 +74,7 @@ async function checkInput(path: string): Promise<Checked[]> {
     const doc = parseDocument(await readFile(f.file, 'utf8'), { ...YAML_OPTIONS, lineCounter });
     const data = doc.toJS({ maxAliasCount: 100 }) as { schedules?: unknown[] } | null;
     const locator = new Locator(doc, (offset) => lineCounter.linePos(offset));
+    const located: { line: number; col: number; text: string }[] = [];
     for (const [i, entry] of (data?.schedules ?? []).entries()) {
       const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)), writing: true });
       const name = (entry as { name?: string }).name ?? '?';
@@ -81,15 +82,20 @@ async function checkInput(path: string): Promise<Checked[]> {
       const at = `${f.file}:${source?.line ?? 0}:${source?.col ?? 0}`;
       if (!c.ok) {
         for (const p of c.error.problems) {
-          const path = ['schedules', i, ...fieldSegments(entry, p.field)];
-          // The field as the store names it, inside the file's list (schedules[2].job.params.x): where to look.
-          const field = `schedules[${i}]${p.field === '' ? '' : p.field.startsWith('[') ? p.field : `.${p.field}`}`;
-          problems.push(formatError({ file: f.file, ...locator.position(path, false), field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }));
+          const segments = fieldSegments(entry, p.field);
+          const path = ['schedules', i, ...segments];
+          // The field inside the file's list (schedules[2].job.params.x), its keys as the file writes them (a key
+          // YAML read as a number by its text); a field not in the data (a missing key) as the store names it.
+          const field = fieldPath(segments) === p.field ? locator.fieldName(path) : `schedules[${i}]${p.field === '' ? '' : p.field.startsWith('[') ? p.field : `.${p.field}`}`;
+          const pos = locator.position(path, false);
+          located.push({ ...pos, text: formatError({ file: f.file, ...pos, field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }) });
         }
         continue;
       }
       out.push({ name: c.schedule.name, json: c.json, tenant: c.schedule.tenant ?? '', at });
     }
+    // In file order, as the loader's errors.
+    problems.push(...located.sort((a, b) => a.line - b.line || a.col - b.col).map((x) => x.text));
   }
   if (problems.length > 0) {
     // As `validate` and the loader's refusal above: every error on its own line(s), then what happened.

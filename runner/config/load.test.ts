@@ -586,6 +586,33 @@ describe('values the YAML step would change silently', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('names a key YAML reads as a number as the file writes it, in every error about it or under it (not by the rounded number)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-bigkey-'));
+    try {
+      const file = join(dir, 'keys.yaml');
+      writeFileSync(
+        file,
+        'schedules:\n  - name: k\n    cron: "0 3 * * *"\n    job:\n      kind: http\n      url: http://127.0.0.1:1/x\n      99999999999999999999: x\n' +
+          '      headers: {0x1F: {a: 1}}\n',
+      );
+      const r = await loadSchedules(file);
+      const all = r.errors.map((e) => e.format()).join('\n');
+      // the number rule (yaml-position.ts), zod's unknown key (messages.ts) and a type error under a hex key (load.ts)
+      expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}`)).toEqual([
+        '7:7 schedules[0].job.99999999999999999999',
+        '7:7 schedules[0].job.99999999999999999999',
+        '8:23 schedules[0].job.headers.0x1F',
+      ]);
+      expect(all).toContain('unknown key "99999999999999999999"');
+      expect(all).not.toMatch(/100000000000000000000|headers\.31/);
+      // keys past the document (zod's path of plain data) still read as the data names them
+      writeFileSync(file, 'schedules:\n  - name: k\n    cron: "0 3 * * *"\n    job: {kind: handler, handler: h, params: {99999999999999999999: x}}\n');
+      expect((await loadSchedules(file)).errors.map((e) => e.field)).toEqual(['schedules[0].job.params.99999999999999999999']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('loadSchedules', () => {

@@ -35,10 +35,12 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: P
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => {
       const allowed = allowedKeys(path, data);
+      // The key as written (a YAML number key keeps its digits), the last segment of its field as the file names it.
+      const written = locator.fieldName([...path, k]).slice(locator.fieldName(path).length).replace(/^\./, '');
       return {
         code: 'SCHEMA_INVALID' as const,
         path: [...path, k],
-        reason: `unknown key "${k}"`,
+        reason: `unknown key "${written}"`,
         hint: keyHint(k, allowed),
         atKey: true,
       };

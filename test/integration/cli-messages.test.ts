@@ -223,4 +223,18 @@ describe('cronflock apply -f: a schedule the loader takes but the store refuses'
     expect(await redis.exists(keys.definitions)).toBe(1); // only what beforeAll wrote
     expect(await redis.keys('msgs:store*')).toEqual([]);
   });
+
+  it('names a key YAML reads as a number as the file writes it (0x10, not 16), in file order', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-apply-'));
+    const f = join(dir, 'keys.yaml');
+    writeFileSync(f, `schedules:\n  - name: hk\n    cron: "0 3 * * *"\n    job: {kind: module, path: ${join(ROOT, 'test/fixtures/modules/echo.mjs')}, params: {0x10: 1e400, 1.0: [.nan]}}\n`);
+    const r = cli('apply', '-f', f);
+    expect(r.status).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith(f));
+    expect(lines.map((l) => l.slice(f.length).replace(/^(:\d+:\d+: [^:]+):.*/, '$1'))).toEqual([
+      `:4:${lines[0]!.split(':')[2]}: schedules[0].job.params.0x10`,
+      `:4:${lines[1]!.split(':')[2]}: schedules[0].job.params.1.0[0]`,
+    ]);
+    expect(Number(lines[0]!.split(':')[2])).toBeLessThan(Number(lines[1]!.split(':')[2]));
+  });
 });
