@@ -28,6 +28,11 @@ export interface Positions {
    * a number is named by its text (`99999999999999999999`), not by the number's (`100000000000000000000`).
    */
   fieldName(path: readonly (string | number)[]): string;
+  /**
+   * The text of a number or true/false at `path` as the input writes it (`1e400`, `0x10`), for messages that show
+   * such a value; undefined when the input has no text for it (plain data) or it is no such scalar.
+   */
+  valueText(path: readonly (string | number)[]): string | undefined;
 }
 
 /**
@@ -69,6 +74,11 @@ export class JsonPositions implements Positions {
       }
     }
     return true;
+  }
+
+  /** Plain data has no text of its own: messages show the value as JavaScript writes it. */
+  valueText(): string | undefined {
+    return undefined;
   }
 
   /** Plain data's keys are text already: the field path as it is. */

@@ -189,6 +189,17 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(e.hint).toContain('30s');
   });
 
+  it('shows a number past JavaScript\'s (1e400) or one in another base as written, once, with a hint that works (a user\'s break-it run)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: 1e400\n    cron: "* * * * *"\n    jitter: 1e400\n    timeout: 0x10\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(r.errors.map((e) => e.format())).toEqual([
+      'test.yaml:2:11: schedules[0].name: expected string, got an infinite number (too large for JavaScript)\n  hint: YAML reads 1e400 as a number: write it in quotes to make it text, e.g. name: "1e400"',
+      // one error, not also "jitter Infinityd reaches the next due time"
+      'test.yaml:4:13: schedules[0].jitter: must be a duration with a unit, not the bare number 1e400\n  hint: write a duration such as 30s or 5m (units ms, s, m, h, d)',
+      'test.yaml:5:14: schedules[0].timeout: must be a duration with a unit, not the bare number 0x10\n  hint: write e.g. 16s or 16ms (units ms, s, m, h, d)',
+    ]);
+    expect(r.errors.map((e) => e.format()).join('\n')).not.toContain('Infinity');
+  });
+
   it('refuses a number where text is expected with the hint to quote it (cron: 5, name: 123)', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: 123\n    cron: 5\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(r.errors).toHaveLength(2);

@@ -181,6 +181,13 @@ export class Locator implements Positions {
     return this.find(path).complete;
   }
 
+  /** The source text of the number or boolean scalar at `path` (`1e400`, `0x10`); undefined for anything else. */
+  valueText(path: readonly (string | number)[]): string | undefined {
+    const found = this.find(path);
+    const node = found.complete && !found.valueEmpty ? found.node : undefined;
+    return isScalar(node) && (typeof node.value === 'number' || typeof node.value === 'boolean') && typeof node.source === 'string' && node.source !== '' ? node.source : undefined;
+  }
+
   /** The field of `path` with its keys as the file writes them ({@link keyName}); segments past the document as given. */
   fieldName(path: readonly (string | number)[]): string {
     const out: Path = [];
