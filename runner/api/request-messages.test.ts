@@ -21,6 +21,13 @@ describe('the API words a refused query or body as field: what is wrong; allowed
     expect(messages(listQuerySchema, { suspended: 'yes' }, 'query')).toEqual(['query.suspended: is not one of the allowed values; allowed: one of true, false']);
   });
 
+  it('says one limit for a number far past the field\'s range (not zod\'s safe-integer bound beside it)', () => {
+    expect(messages(listQuerySchema, { limit: '99999999999999999999' }, 'query')).toEqual(['query.limit: must be at most 500; allowed: a whole number from 1 to 500']);
+    expect(messages(listQuerySchema, { limit: '-99999999999999999999' }, 'query')).toEqual(['query.limit: must be at least 1; allowed: a whole number from 1 to 500']);
+    expect(messages(occurrencesQuerySchema, { limit: '9007199254740993' }, 'query')).toEqual(['query.limit: must be at most 5000; allowed: a whole number from 1 to 5000']);
+    expect(messages(auditQuerySchema, { limit: '1e400' }, 'query')).toEqual(['query.limit: must be a number; allowed: a whole number from 1 to 500']);
+  });
+
   it('names the body field for a missing, mistyped or too long value, and every refused field', () => {
     expect(messages(reasonBodySchema, { reason: 5 }, 'body')).toEqual(['body.reason: must be text, not a number; allowed: text of up to 500 characters']);
     expect(messages(reasonBodySchema, { reason: 'x'.repeat(501) }, 'body')).toEqual(['body.reason: is longer than 500 characters; allowed: text of up to 500 characters']);

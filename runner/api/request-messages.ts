@@ -21,7 +21,8 @@ export interface FieldProblem {
  * @param schema the schema `input` was checked with (its field schemas say what is allowed).
  */
 export function requestProblems(schema: z.ZodType, error: z.ZodError, input: unknown, part: RequestPart): FieldProblem[] {
-  return error.issues.flatMap((issue) => {
+  // zod's safe-integer bound beside the field's own (99999999999999999999 breaks both) is left out: one limit is said.
+  const problems = fieldIssues(error.issues).flatMap((issue) => {
     const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
     if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => unknownKeyProblem(schemaAt(schema, path, input), [part, ...path], key));
     const field = [part, ...path].join('.');
@@ -31,6 +32,19 @@ export function requestProblems(schema: z.ZodType, error: z.ZodError, input: unk
     const reason = reasonOf(issue, given, path.length === 0 ? part : undefined);
     return { field, message: `${field}: ${reason}${allowed ? `; allowed: ${allowed}` : ''}` };
   });
+  return problems;
+}
+
+/**
+ * The issues worth saying, per field: zod's `int()` adds a bound of ±(2^53−1) (`Number.MAX_SAFE_INTEGER`) that a
+ * field's own range (e.g. 1–500) already lies inside; it is dropped when the field breaks another rule too, so a
+ * value far past the field's range is answered with the field's own limit (the allowed range is said beside it).
+ */
+function fieldIssues(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  const key = (i: z.core.$ZodIssue): string => JSON.stringify(i.path.filter((p) => typeof p !== 'symbol'));
+  const safeBound = (i: z.core.$ZodIssue): boolean =>
+    (i.code === 'too_big' && Math.abs(Number(i.maximum)) >= Number.MAX_SAFE_INTEGER) || (i.code === 'too_small' && Math.abs(Number(i.minimum)) >= Number.MAX_SAFE_INTEGER);
+  return issues.filter((i) => !safeBound(i) || !issues.some((o) => o !== i && !safeBound(o) && key(o) === key(i)));
 }
 
 /**

@@ -139,8 +139,8 @@ export const storedOnlySchema = z
   .register(apiSchemas, { id: 'StoredNotApplied' });
 
 export const occurrencesQuerySchema = z.object({
-  from: z.string().optional().describe('ISO time or UTC ms (default: 24 h before to)'),
-  to: z.string().optional().describe('ISO time or UTC ms (default: now)'),
+  from: z.string().optional().describe('ISO 8601 time or UTC ms (0 to 8640000000000000) (default: 24 h before to)'),
+  to: z.string().optional().describe('ISO 8601 time or UTC ms (0 to 8640000000000000) (default: now)'),
   limit: z.coerce.number().int().min(1).max(5000).default(1000).describe('most occurrences (the newest)'),
 });
 

@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { redactDefinition } from '../../jobs/summary.js';
 import { ControlError, type ControlContext } from '../engine/control.js';
 import type { RedisClient } from '../redis/connect.js';
+import { INSTANT_FORMS, MAX_INSTANT_MS, parseInstant } from '../time/instant.js';
 import type { RedisProblem } from '../redis/explain.js';
 import type { Keyspace } from '../redis/keys.js';
 import { parseOccurrenceKey } from '../schedule/occurrence.js';
@@ -110,7 +111,18 @@ function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefine
       'header.If-Match',
     );
   }
-  return Number(m[1]);
+  const version = Number(m[1]);
+  // Versions start at 1: no ETag of this API is "0", and the store reads version 0 as "create only", which is
+  // If-None-Match: *'s condition, not this header's: a 412 would then name the other header.
+  if (version === 0) {
+    throw new ApiError(
+      400,
+      'BAD_PARAMETER',
+      'header.If-Match: "0" is not a version (versions start at 1); allowed: the schedule\'s ETag as this API sent it (e.g. "7"), or * for "only if it exists"; to create only, send If-None-Match: * instead',
+      'header.If-Match',
+    );
+  }
+  return version;
 }
 
 /**
@@ -144,12 +156,17 @@ function hostOf(origin: string): string | null {
   }
 }
 
-/** Parses an ISO time or UTC ms; undefined when absent. @throws ApiError 400. */
+/**
+ * Parses an ISO 8601 time or UTC ms (runner/time/instant.ts); undefined when absent.
+ * @throws ApiError 400 BAD_PARAMETER naming `field` and the accepted forms: for text that is neither, and for UTC ms
+ *   past the latest time a Date holds (99999999999999999999 is no time).
+ */
 export function timeParam(field: string, v: string | undefined): number | undefined {
   if (v === undefined || v === '') return undefined;
-  const n = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
-  if (!Number.isFinite(n)) {
-    throw new ApiError(400, 'BAD_PARAMETER', `${field}: is not a time; allowed: an ISO 8601 time (2026-01-01T00:00:00Z) or UTC milliseconds`, field);
+  const n = parseInstant(v);
+  if (n === undefined) {
+    const what = /^\s*\d+\s*$/.test(v) ? `is out of range: UTC milliseconds go up to ${MAX_INSTANT_MS} (the year 275760)` : 'is not a time';
+    throw new ApiError(400, 'BAD_PARAMETER', `${field}: ${what}; allowed: ${INSTANT_FORMS}`, field);
   }
   return n;
 }
@@ -429,6 +446,7 @@ export function createApp(d: ApiDeps): Hono<Env> {
           : e.actual === 0
             ? `${s} does not exist; If-Match (${e.expected === IF_EXISTS ? '*' : `"${e.expected}"`}) changes only an existing schedule: to create it, leave If-Match out or send If-None-Match: *`
             : `${s} is at version "${e.actual}", not "${e.expected}" as If-Match asks: someone changed it since you read it; GET it again and retry with its ETag`;
+      // Version 0 ("create only") comes only from If-None-Match: * (ifVersionOf refuses If-Match: "0").
       return new ApiError(412, e.code, message, e.expected === 0 ? 'header.If-None-Match' : 'header.If-Match', { version: e.actual });
     }
     if (e instanceof NameOwnedError) return new ApiError(409, e.code, e.message, 'name', { source: e.source });

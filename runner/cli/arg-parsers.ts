@@ -2,6 +2,7 @@
  * Parsers of CLI option values (commander's argParser): each returns the value in the unit its name says, or
  * throws commander's InvalidArgumentError with what a valid value looks like (commander then names the option).
  */
+import { parseInstant } from '../time/instant.js';
 import { InvalidArgumentError } from 'commander';
 import { DurationError, parseDurationMs } from '../time/duration.js';
 
@@ -59,7 +60,8 @@ export const positiveNumberArg = (v: string): number => {
 
 /** An ISO 8601 time → UTC ms. */
 export const isoTimeArg = (v: string): number => {
-  const ms = Date.parse(v);
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
+  // Not Date.parse alone: it reads -5 or 1.5 as days of 2001 (runner/time/instant.ts).
+  const ms = parseInstant(v, { ms: false });
+  if (ms === undefined) throw new InvalidArgumentError('must be an ISO 8601 time, e.g. 2026-01-01T00:00:00Z');
   return ms;
 };

@@ -16,6 +16,9 @@ import { convertCronJobs, type SourceDocument } from '../kubernetes/convert.js';
 import { loadScheduleObject } from '../kubernetes/validate.js';
 import type { ScheduleObject } from '../kubernetes/resource.js';
 import { CliError } from './redis-target.js';
+import { ConfigError } from '../config/errors.js';
+import { isStackOverflow, PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT } from '../config/depth.js';
+import { yamlErrors } from '../config/yaml-position.js';
 
 const MANIFEST = /^[^.].*\.(ya?ml|json)$/;
 
@@ -80,20 +83,52 @@ async function readDocuments(path: string): Promise<SourceDocument[]> {
   return docs;
 }
 
+/**
+ * The documents of one input's text. Its YAML errors are said as the schedule loader says them
+ * (runner/config/yaml-position.ts `yamlErrors`: `file:line:col: reason`, a hint, an unclosed quote or bracket where
+ * it opens), every one on stderr, and the input is refused whole (nothing is converted).
+ * @throws CliError (exit 2) when the text is not valid YAML.
+ */
 function parse(text: string, name: string): SourceDocument[] {
   const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false });
+  const at = (offset: number): { line: number; col: number } => lines.linePos(offset);
+  let docs: ReturnType<typeof parseAllDocuments>;
+  try {
+    docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false });
+  } catch (err) {
+    // The yaml library's composer is recursive: a document nested some thousand levels deep overflows it.
+    if (!isStackOverflow(err)) throw err;
+    return refuse(name, [new ConfigError({ code: 'YAML_SYNTAX', file: name, line: 1, col: 1, field: '', reason: PARSER_TOO_DEEP_REASON, hint: TOO_DEEP_HINT })]);
+  }
   if (!Array.isArray(docs)) return []; // an empty stream
+  const errors: ConfigError[] = [];
+  for (const doc of docs) {
+    for (const e of yamlErrors(doc.errors, name, text, at, doc)) {
+      // An unclosed quote is found in the whole text: each document would say it again.
+      if (!errors.some((x) => x.line === e.line && x.reason === e.reason)) errors.push(e);
+    }
+  }
+  if (errors.length > 0) return refuse(name, errors.sort((a, b) => a.line - b.line || a.col - b.col));
   const out: SourceDocument[] = [];
   docs.forEach((doc, i) => {
-    const err = doc.errors[0];
-    if (err) {
-      const { line, col } = lines.linePos(err.pos[0]);
-      throw new CliError(`${name}:${line}:${col}: YAML: ${err.message}`);
+    let object: unknown;
+    try {
+      object = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      // Aliases that expand past the bound (a "billion laughs"), or nest past the stack.
+      const reason = isStackOverflow(err) ? PARSER_TOO_DEEP_REASON : (err as Error).message;
+      const pos = at(doc.range?.[0] ?? 0);
+      return refuse(name, [new ConfigError({ code: 'YAML_SYNTAX', file: name, ...pos, field: '', reason, ...(isStackOverflow(err) ? { hint: TOO_DEEP_HINT } : {}) })]);
     }
-    out.push({ source: docs.length > 1 ? `${name}#${i + 1}` : name, object: doc.toJS({ maxAliasCount: 100 }) });
+    out.push({ source: docs.length > 1 ? `${name}#${i + 1}` : name, object });
   });
   return out;
+}
+
+/** Says every error of a refused input on stderr (as `cronflock validate` does) and refuses it. @throws CliError */
+function refuse(name: string, errors: readonly ConfigError[]): never {
+  for (const e of errors) process.stderr.write(`${e.format()}\n`);
+  throw new CliError(`${name}: refused: not valid YAML (see above); nothing was converted`);
 }
 
 async function readStdin(): Promise<string> {

@@ -14,10 +14,12 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { parse } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import { YAML_OPTIONS } from '../config/precheck.js';
+import { fieldPath, fieldSegments, formatError } from '../config/errors.js';
+import { Locator } from '../config/yaml-position.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { checkDefinition } from '../store/definition.js';
@@ -66,20 +68,40 @@ async function checkInput(path: string): Promise<Checked[]> {
   const problems: string[] = [];
   for (const f of res.files) {
     // Read with the loader's options (merge keys `<<` merged, as the loader and replicas read the file), so what is
-    // stored is what the loader checked: without them `<<` would be stored as a key named "<<".
-    const doc = parse(await readFile(f.file, 'utf8'), YAML_OPTIONS) as { schedules?: unknown[] } | null;
-    for (const entry of doc?.schedules ?? []) {
+    // stored is what the loader checked: without them `<<` would be stored as a key named "<<". The document's
+    // positions place each refusal at file:line:col of its field, as the loader's own errors are.
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(await readFile(f.file, 'utf8'), { ...YAML_OPTIONS, lineCounter });
+    const data = doc.toJS({ maxAliasCount: 100 }) as { schedules?: unknown[] } | null;
+    const locator = new Locator(doc, (offset) => lineCounter.linePos(offset));
+    const located: { line: number; col: number; text: string }[] = [];
+    for (const [i, entry] of (data?.schedules ?? []).entries()) {
       const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)), writing: true });
       const name = (entry as { name?: string }).name ?? '?';
-      const at = `${f.file}:${byName.get(name)?.source.line ?? 0}`;
+      const source = byName.get(name)?.source;
+      const at = `${f.file}:${source?.line ?? 0}:${source?.col ?? 0}`;
       if (!c.ok) {
-        for (const p of c.error.problems) problems.push(`${at}: schedule "${name}": ${p.field ? `${p.field}: ` : ''}${p.reason}${p.hint ? ` (${p.hint})` : ''}`);
+        for (const p of c.error.problems) {
+          const segments = fieldSegments(entry, p.field);
+          const path = ['schedules', i, ...segments];
+          // The field inside the file's list (schedules[2].job.params.x), its keys as the file writes them (a key
+          // YAML read as a number by its text); a field not in the data (a missing key) as the store names it.
+          const field = fieldPath(segments) === p.field ? locator.fieldName(path) : `schedules[${i}]${p.field === '' ? '' : p.field.startsWith('[') ? p.field : `.${p.field}`}`;
+          const pos = locator.position(path, false);
+          located.push({ ...pos, text: formatError({ file: f.file, ...pos, field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }) });
+        }
         continue;
       }
       out.push({ name: c.schedule.name, json: c.json, tenant: c.schedule.tenant ?? '', at });
     }
+    // In file order, as the loader's errors.
+    problems.push(...located.sort((a, b) => a.line - b.line || a.col - b.col).map((x) => x.text));
   }
-  if (problems.length > 0) throw new CliError(`${problems.join('\n')}\n${path}: refused as stored schedules; nothing was stored`);
+  if (problems.length > 0) {
+    // As `validate` and the loader's refusal above: every error on its own line(s), then what happened.
+    for (const p of problems) process.stderr.write(`${p}\n`);
+    throw new CliError(`${path}: refused as stored schedules (see the errors above); nothing was stored`);
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
  * Offsets are computed only when a position is asked for (an error to place): the clean path pays nothing.
  */
 import type { Path } from './yaml-position.js';
+import { fieldPath } from './errors.js';
 
 /**
  * What the object step of the loader (runner/config/load.ts) asks about positions: a YAML document's nodes for
@@ -22,6 +23,16 @@ export interface Positions {
   position(path: readonly (string | number)[], atKey: boolean): { line: number; col: number };
   /** True when the path leads to an existing key (its value may be null). */
   exists(path: readonly (string | number)[]): boolean;
+  /**
+   * The dotted field of `path` (`schedules[0].job.params.x`) with each key as the input writes it: a YAML key read as
+   * a number is named by its text (`99999999999999999999`), not by the number's (`100000000000000000000`).
+   */
+  fieldName(path: readonly (string | number)[]): string;
+  /**
+   * The text of a number or true/false at `path` as the input writes it (`1e400`, `0x10`), for messages that show
+   * such a value; undefined when the input has no text for it (plain data) or it is no such scalar.
+   */
+  valueText(path: readonly (string | number)[]): string | undefined;
 }
 
 /**
@@ -63,6 +74,16 @@ export class JsonPositions implements Positions {
       }
     }
     return true;
+  }
+
+  /** Plain data has no text of its own: messages show the value as JavaScript writes it. */
+  valueText(): string | undefined {
+    return undefined;
+  }
+
+  /** Plain data's keys are text already: the field path as it is. */
+  fieldName(path: readonly (string | number)[]): string {
+    return fieldPath(path);
   }
 
   position(path: readonly (string | number)[], atKey: boolean): { line: number; col: number } {

@@ -113,10 +113,47 @@ export class ConfigError extends Error implements ConfigErrorInit {
   }
 }
 
-function formatError(e: Omit<ConfigErrorInit, 'cause'>): string {
+/**
+ * `file:line:col: field: reason`, then `  hint: ...` (see {@link ConfigError.format}): the one form of a located
+ * refusal, also for refusals of a file's entry that are not the loader's own (`cronflock apply -f`'s stored-schedule
+ * check, whose codes are the store's).
+ */
+export function formatError(e: Omit<ConfigErrorInit, 'cause' | 'code'>): string {
   const where = e.line > 0 ? `${e.file}:${e.line}:${e.col}` : e.file;
   const head = `${where}: ${e.field ? `${e.field}: ` : ''}${e.reason}`;
   return e.hint ? `${head}\n  hint: ${e.hint}` : head;
+}
+
+/**
+ * The path segments of a dotted field (as {@link fieldPath} writes it, e.g. `job.params.x[1]`) inside `data`, read
+ * against the data so that keys holding `.` or `[` are found whole (the longest key that fits is taken). Stops at the
+ * deepest segment found: a missing one leaves its parent's path (positions then point at the parent, as for a
+ * missing key). A map with both `a.b` and `a: {b}` writes both as `a.b`; the longer key is taken.
+ */
+export function fieldSegments(data: unknown, field: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  let v = data;
+  let rest = field;
+  while (rest !== '') {
+    if (Array.isArray(v)) {
+      const m = /^\[(\d+)\]\.?/.exec(rest);
+      if (!m || Number(m[1]) >= v.length) break;
+      out.push(Number(m[1]));
+      v = v[Number(m[1])];
+      rest = rest.slice(m[0].length);
+    } else if (v !== null && typeof v === 'object') {
+      const key = Object.keys(v)
+        .filter((k) => rest === k || rest.startsWith(`${k}.`) || rest.startsWith(`${k}[`))
+        .sort((a, b) => b.length - a.length)[0];
+      if (key === undefined) break;
+      out.push(key);
+      v = (v as Record<string, unknown>)[key];
+      rest = rest.slice(key.length).replace(/^\./, '');
+    } else {
+      break;
+    }
+  }
+  return out;
 }
 
 /** Renders a zod-style path (`['schedules', 2, 'job', 'url']`) as `schedules[2].job.url`. */

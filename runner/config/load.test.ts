@@ -189,6 +189,17 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(e.hint).toContain('30s');
   });
 
+  it('shows a number past JavaScript\'s (1e400) or one in another base as written, once, with a hint that works (a user\'s break-it run)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: 1e400\n    cron: "* * * * *"\n    jitter: 1e400\n    timeout: 0x10\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(r.errors.map((e) => e.format())).toEqual([
+      'test.yaml:2:11: schedules[0].name: expected string, got an infinite number (too large for JavaScript)\n  hint: YAML reads 1e400 as a number: write it in quotes to make it text, e.g. name: "1e400"',
+      // one error, not also "jitter Infinityd reaches the next due time"
+      'test.yaml:4:13: schedules[0].jitter: must be a duration with a unit, not the bare number 1e400\n  hint: write a duration such as 30s or 5m (units ms, s, m, h, d)',
+      'test.yaml:5:14: schedules[0].timeout: must be a duration with a unit, not the bare number 0x10\n  hint: write e.g. 16s or 16ms (units ms, s, m, h, d)',
+    ]);
+    expect(r.errors.map((e) => e.format()).join('\n')).not.toContain('Infinity');
+  });
+
   it('refuses a number where text is expected with the hint to quote it (cron: 5, name: 123)', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: 123\n    cron: 5\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(r.errors).toHaveLength(2);
@@ -444,6 +455,17 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(escaped.errors.map((e) => e.reason)).not.toContain('this quoted string is never closed');
   });
 
+  it('says a value starting with a reserved character, and text after a closed value, in our words (no "YAML: ")', async () => {
+    const at = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    description: @team\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    expect(only(at.errors, { line: 4, col: 18, field: '', code: 'YAML_SYNTAX' }).format()).toBe(
+      'test.yaml:4:18: a value cannot start with @ unless it is in quotes (YAML reserves @)\n  hint: write the value in quotes, e.g. "@daily"',
+    );
+    const after = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"x\n    job: ${HTTP_JOB}\n`, 'test.yaml');
+    const e = only(after.errors, { line: 3, col: 19, field: '', code: 'YAML_SYNTAX' });
+    expect(e.reason).toBe('more text follows a value that has ended (after its closing quote, or a map key where a list goes on)');
+    expect([...at.errors, ...after.errors].map((x) => x.reason).join('\n')).not.toContain('YAML: ');
+  });
+
   it('refuses a duplicate YAML key, naming it and where the first one is', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: a\n    cron: "@daily"\n    cron: "@hourly"\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(only(r.errors, { line: 4, col: 5, field: '', code: 'YAML_SYNTAX' }).format()).toBe(
@@ -571,6 +593,33 @@ describe('values the YAML step would change silently', () => {
       const ok = await loadSchedules(file);
       expect(ok.errors).toEqual([]);
       expect((ok.schedules[0]!.job as { params?: unknown }).params).toEqual({ big: '12345678901234567890', f: 1e20, g: 6.02e23, h: 9007199254740992, max: 9007199254740991 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names a key YAML reads as a number as the file writes it, in every error about it or under it (not by the rounded number)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-bigkey-'));
+    try {
+      const file = join(dir, 'keys.yaml');
+      writeFileSync(
+        file,
+        'schedules:\n  - name: k\n    cron: "0 3 * * *"\n    job:\n      kind: http\n      url: http://127.0.0.1:1/x\n      99999999999999999999: x\n' +
+          '      headers: {0x1F: {a: 1}}\n',
+      );
+      const r = await loadSchedules(file);
+      const all = r.errors.map((e) => e.format()).join('\n');
+      // the number rule (yaml-position.ts), zod's unknown key (messages.ts) and a type error under a hex key (load.ts)
+      expect(r.errors.map((e) => `${e.line}:${e.col} ${e.field}`)).toEqual([
+        '7:7 schedules[0].job.99999999999999999999',
+        '7:7 schedules[0].job.99999999999999999999',
+        '8:23 schedules[0].job.headers.0x1F',
+      ]);
+      expect(all).toContain('unknown key "99999999999999999999"');
+      expect(all).not.toMatch(/100000000000000000000|headers\.31/);
+      // keys past the document (zod's path of plain data) still read as the data names them
+      writeFileSync(file, 'schedules:\n  - name: k\n    cron: "0 3 * * *"\n    job: {kind: handler, handler: h, params: {99999999999999999999: x}}\n');
+      expect((await loadSchedules(file)).errors.map((e) => e.field)).toEqual(['schedules[0].job.params.99999999999999999999']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -602,7 +602,8 @@ function problemError(file: string, positions: Positions, p: Problem): ConfigErr
     file,
     line: pos.line,
     col: pos.col,
-    field: fieldPath(p.path),
+    // Keys as the file writes them (a big integer key by its digits, not by the number JavaScript rounds it to).
+    field: positions.fieldName(p.path),
     reason: p.reason,
     ...(p.hint ? { hint: p.hint } : {}),
     ...(p.cause === undefined ? {} : { cause: p.cause }),

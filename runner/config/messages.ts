@@ -35,10 +35,12 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: P
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => {
       const allowed = allowedKeys(path, data);
+      // The key as written (a YAML number key keeps its digits), the last segment of its field as the file names it.
+      const written = locator.fieldName([...path, k]).slice(locator.fieldName(path).length).replace(/^\./, '');
       return {
         code: 'SCHEMA_INVALID' as const,
         path: [...path, k],
-        reason: `unknown key "${k}"`,
+        reason: `unknown key "${written}"`,
         hint: keyHint(k, allowed),
         atKey: true,
       };
@@ -90,13 +92,16 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: P
     if (given === null) {
       return [{ code: 'SCHEMA_INVALID', path, reason: `has no value; expected ${issue.expected}`, ...(custom ? { hint: custom } : {}) }];
     }
+    // A number as the file writes it (1e400, not Infinity; 99999999999999999999, not its rounding).
+    const shown = typeof given === 'number' || typeof given === 'boolean' ? (locator.valueText(path) ?? String(given)) : undefined;
     if (typeof last === 'string' && DURATION_KEYS.has(last) && typeof given === 'number') {
       return [
         {
           code: 'SCHEMA_INVALID',
           path,
-          reason: `must be a duration with a unit, not the bare number ${given}`,
-          hint: `write e.g. ${given}s or ${given}ms (units ms, s, m, h, d)`,
+          reason: `must be a duration with a unit, not the bare number ${shown}`,
+          // Past the largest number JavaScript holds (1e400), "1e400s" would be no duration either.
+          hint: Number.isFinite(given) ? `write e.g. ${given}s or ${given}ms (units ms, s, m, h, d)` : 'write a duration such as 30s or 5m (units ms, s, m, h, d)',
         },
       ];
     }
@@ -104,7 +109,7 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, locator: P
       issue.expected === 'boolean' && typeof given === 'string' && /^(yes|no|on|off|y|n)$/i.test(given)
         ? 'YAML 1.2 reads yes/no/on/off as text: write true or false'
         : issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')
-          ? quoteHint(last, given, custom?.includes('not shown') === true)
+          ? quoteHint(last, given, shown ?? String(given), custom?.includes('not shown') === true)
           : path.length === 0
             ? 'a schedule file is a map with a "schedules:" list'
             : undefined;
@@ -222,14 +227,16 @@ function keyHint(key: string, allowed: string[]): string | undefined {
 
 
 /**
- * How to write a number or true/false that YAML read where text is expected (`name: 123`, `cron: 5`): in
+ * How to write a number or true/false that YAML read where text is expected (`name: 123`, `cron: 5`; `written`: as
+ * the file writes it): in
  * quotes, as YAML reads unquoted digits and true/false as numbers and booleans; for `cron`, with an example;
  * without the value where the field's schema says its value is not shown.
  */
-function quoteHint(key: string | number | undefined, given: number | boolean, secret: boolean): string {
+function quoteHint(key: string | number | undefined, given: number | boolean, written: string, secret: boolean): string {
   // A field whose schema keeps its value out of messages (a header may hold a credential) gets the rule alone.
   if (secret) return `YAML reads an unquoted ${typeof given} there: write the value in quotes to make it text`;
-  const quoted = JSON.stringify(String(given));
-  if (key === 'cron') return `YAML reads ${String(given)} as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"`;
-  return `YAML reads ${String(given)} as a ${typeof given}: write it in quotes to make it text, e.g. ${typeof key === 'string' ? `${key}: ` : ''}${quoted}`;
+  // As written: quoting 1e400 keeps "1e400", not the "Infinity" JavaScript would print.
+  const quoted = JSON.stringify(written);
+  if (key === 'cron') return `YAML reads ${written} as a number: write the cron expression in quotes, e.g. cron: "*/5 * * * *"`;
+  return `YAML reads ${written} as a ${typeof given}: write it in quotes to make it text, e.g. ${typeof key === 'string' ? `${key}: ` : ''}${quoted}`;
 }

@@ -248,7 +248,8 @@ function checkSchedule(value: unknown, ctx: z.RefinementCtx): void {
   for (const issue of kind?.checkSchedule?.(v as Record<string, unknown>) ?? []) {
     ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, params: issueParams('SCHEMA_INVALID') });
   }
-  if (due && typeof v.jitter === 'number' && v.jitter > 0) {
+  // A finite number only: a bare 1e400 (Infinity) is refused as no duration already, not as a window too long.
+  if (due && typeof v.jitter === 'number' && Number.isFinite(v.jitter) && v.jitter > 0) {
     const gap = sampledMinGapMs(due, Date.now());
     if (v.jitter >= gap) {
       const g = readableDuration(gap);

@@ -1,7 +1,7 @@
 /**
  * The yaml library's syntax errors in our words: what is wrong in a schedule file and how to fix it, chosen by
  * the library's error `code` (`DUPLICATE_KEY`, `MULTIPLE_DOCS`, `BAD_INDENT`, `MISSING_CHAR`, `TAB_AS_INDENT`,
- * `BLOCK_AS_IMPLICIT_KEY` …), and the place a person has to look at: where the mistaken line's text starts,
+ * `BLOCK_AS_IMPLICIT_KEY`, `BAD_SCALAR_START`, `UNEXPECTED_TOKEN` …), and the place a person has to look at: where the mistaken line's text starts,
  * not the column 1 of its indentation. A code not listed keeps the library's words (prefixed `YAML:`).
  */
 import { isMap, isScalar, visit, type Document, type YAMLError } from 'yaml';
@@ -79,6 +79,25 @@ export function yamlMessage(err: YAMLError, doc: Document | undefined, lines: re
         hint: 'indent keys of one map to the same column; quote a value that contains ": "',
       };
     }
+    case 'BAD_SCALAR_START': {
+      // `@daily`, a backquote, `%`: characters YAML keeps for itself cannot start an unquoted value.
+      const ch = /character (\S)/.exec(err.message)?.[1];
+      if (!ch) return { ...pos, reason: `YAML: ${err.message}` };
+      return {
+        ...pos,
+        reason: `a value cannot start with ${ch} unless it is in quotes (YAML reserves ${ch})`,
+        hint: `write the value in quotes, e.g. "${ch}${ch === '@' ? 'daily' : '…'}"`,
+      };
+    }
+    case 'UNEXPECTED_TOKEN':
+      if (/at node end/.test(err.message)) {
+        return {
+          ...pos,
+          reason: 'more text follows a value that has ended (after its closing quote, or a map key where a list goes on)',
+          hint: 'put all of a quoted value inside its quotes; a list item ("- …") and a map key cannot share one indentation level',
+        };
+      }
+      return { ...pos, reason: `YAML: ${err.message}` };
     case 'RESOURCE_EXHAUSTION':
       // The library's composer is recursive: a document some thousand levels deep runs it out of stack, before
       // the loader's own nesting limit (runner/config/depth.ts) can place the problem at its node.

@@ -13,6 +13,7 @@ import {
   type Document,
   type Node,
   type Pair,
+  type Scalar,
   type YAMLError,
   type YAMLMap,
 } from 'yaml';
@@ -96,12 +97,21 @@ export function protoKeyErrors(doc: Document, file: string, at: (offset: number)
   return out;
 }
 
-/** The field path (keys and list indexes) that a chain of YAML ancestors (document first) leads to. */
+/**
+ * A map key's name as the file writes it: a key YAML reads as a number keeps its text (`99999999999999999999`,
+ * `0x1F`, `1.0`), which the number's own text (`100000000000000000000`, `31`, `1`) would not show; other keys as
+ * JavaScript names them.
+ */
+export function keyName(key: Scalar): string {
+  return typeof key.value === 'number' && typeof key.source === 'string' && key.source !== '' ? key.source : String(key.value);
+}
+
+/** The field path (keys as written, {@link keyName}, and list indexes) that a chain of YAML ancestors (document first) leads to, for messages. */
 export function pathOf(ancestors: readonly unknown[]): Path {
   const path: Path = [];
   ancestors.forEach((node, i) => {
     const child = ancestors[i + 1];
-    if (isPair(node) && isScalar(node.key)) path.push(String(node.key.value));
+    if (isPair(node) && isScalar(node.key)) path.push(keyName(node.key));
     else if (isSeq(node) && child !== undefined) path.push(node.items.indexOf(child as never));
   });
   return path;
@@ -169,6 +179,33 @@ export class Locator implements Positions {
   /** True when the path leads to an existing key (its value may be empty). */
   exists(path: readonly (string | number)[]): boolean {
     return this.find(path).complete;
+  }
+
+  /** The source text of the number or boolean scalar at `path` (`1e400`, `0x10`); undefined for anything else. */
+  valueText(path: readonly (string | number)[]): string | undefined {
+    const found = this.find(path);
+    const node = found.complete && !found.valueEmpty ? found.node : undefined;
+    return isScalar(node) && (typeof node.value === 'number' || typeof node.value === 'boolean') && typeof node.source === 'string' && node.source !== '' ? node.source : undefined;
+  }
+
+  /** The field of `path` with its keys as the file writes them ({@link keyName}); segments past the document as given. */
+  fieldName(path: readonly (string | number)[]): string {
+    const out: Path = [];
+    let node = this.resolve(this.doc.contents ?? undefined);
+    for (const [i, seg] of path.entries()) {
+      const pair = isMap(node) ? this.pairIn(node, String(seg), 0) : undefined;
+      if (pair) {
+        out.push(isScalar(pair.key) ? keyName(pair.key) : seg);
+        node = this.resolve((pair.value ?? undefined) as Node | undefined);
+      } else if (isSeq(node) && typeof seg === 'number' && seg < node.items.length) {
+        out.push(seg);
+        node = this.resolve(node.items[seg] as Node | undefined);
+      } else {
+        out.push(...path.slice(i));
+        break;
+      }
+    }
+    return fieldPath(out);
   }
 
   private find(path: readonly (string | number)[]): {

@@ -29,6 +29,8 @@ describe('library arguments', () => {
       expect((await flock.tenants.list()).tenants).toEqual([expect.objectContaining({ tenant: 'acme', limit: 2 })]);
       await expect(flock.schedules.list({ limit: 0 })).rejects.toThrow(/^list options\.limit: must be a whole number from 1 to 1000; got 0$/);
       await expect(flock.schedules.runs('a1', { from: 'yesterday' as unknown as number })).rejects.toThrow(/^runs options\.from: must be a time in UTC ms/);
+      // a finite number past the latest time a Date holds is no time either (it was read as one)
+      await expect(flock.schedules.runs('a1', { from: 1e20 })).rejects.toThrow(/^runs options\.from: must be a time in UTC ms from -8640000000000000 to 8640000000000000/);
       await expect(flock.schedules.next('a1', -1)).rejects.toThrow(/^next n: must be a whole number from 1 to 10000/);
       expect((await flock.schedules.upsert(def, { ifVersion: 0 })).ok).toBe(true);
     } finally {

@@ -5,6 +5,7 @@
  * compare-and-set into an overwrite) or failing deep inside (a Lua comparison error, a client's TypeError).
  * The same rules as the CLI's and the HTTP API's for the same values.
  */
+import { MAX_INSTANT_MS } from '../time/instant.js';
 import { editDistance } from '../text/edit-distance.js';
 import { parseListenAddress } from '../admin/server.js';
 
@@ -54,10 +55,15 @@ export function wholeNumber(what: string, v: unknown, min: number, max: number, 
   return v;
 }
 
-/** A time in UTC ms (a finite number) or undefined. @throws LibraryArgumentError otherwise. */
+/**
+ * A time in UTC ms (a number a Date holds: within ±{@link MAX_INSTANT_MS}) or undefined.
+ * @throws LibraryArgumentError otherwise (1e20 is a finite number but no time).
+ */
 export function timeMs(what: string, v: unknown): number | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new LibraryArgumentError(what, `must be a time in UTC ms (e.g. Date.parse('2026-12-01T00:00:00Z')); got ${show(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || Math.abs(v) > MAX_INSTANT_MS) {
+    throw new LibraryArgumentError(what, `must be a time in UTC ms from -${MAX_INSTANT_MS} to ${MAX_INSTANT_MS} (e.g. Date.parse('2026-12-01T00:00:00Z')); got ${show(v)}`);
+  }
   return v;
 }
 

@@ -2,7 +2,7 @@
  * Messages of the CLI (the built package) against a real redis-server: what a mistyped name gets.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -195,5 +195,46 @@ describe('messages a user breaking cronflock found', () => {
     expect(r.stderr).toContain(`--api-token-file ${f}:1:1: tokens: missing: the file must list its tokens\n`);
     expect(r.stderr).toContain('    - {name: alice, role: operator, sha256:');
     expect(r.stderr).not.toMatch(/Invalid input|received undefined/);
+  });
+});
+
+describe('cronflock apply -f: a schedule the loader takes but the store refuses', () => {
+  it('is refused at file:line:col of the field, as the loader says its own errors: Infinity, NaN, a relative module path; nothing stored', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-apply-'));
+    mkdirSync(join(dir, 'sub'));
+    const f = join(dir, 'sub', 'big.yaml');
+    const echo = join(ROOT, 'test/fixtures/modules/echo.mjs');
+    writeFileSync(
+      f,
+      `schedules:\n  - name: fine\n    cron: "0 3 * * *"\n    job: {kind: module, path: ${echo}}\n` +
+        `  - name: huge\n    cron: "0 3 * * *"\n    job:\n      kind: module\n      path: ${echo}\n      params:\n        limit: 1e400\n        "a.b": [1, -1e400]\n        n: .nan\n` +
+        `  - name: rel\n    cron: "0 3 * * *"\n    job: {kind: module, path: ../echo.mjs}\n`,
+    );
+    writeFileSync(join(dir, 'echo.mjs'), 'export default { async run() {} };\n'); // the loader finds it beside the folder
+    const r = cli('apply', '-f', f);
+    expect(r.status, r.stdout).toBe(2);
+    expect(r.stderr).toContain(`${f}:11:16: schedules[1].job.params.limit: is Infinity, which JSON cannot store\n  hint: use a finite number, or null\n`);
+    expect(r.stderr).toContain(`${f}:12:20: schedules[1].job.params.a.b[1]: is -Infinity, which JSON cannot store\n`);
+    expect(r.stderr).toContain(`${f}:13:12: schedules[1].job.params.n: is NaN, which JSON cannot store\n`);
+    expect(r.stderr).toMatch(new RegExp(`${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:16:31: schedules\\[2\\]\\.job\\.path: "\\.\\./echo\\.mjs" is a relative path`));
+    expect(r.stderr).toContain(`cronflock: ${f}: refused as stored schedules (see the errors above); nothing was stored\n`);
+    // every refusal is located: no line without a column (file:line: alone)
+    expect(r.stderr).not.toMatch(/\.yaml:\d+: /);
+    expect(await redis.exists(keys.definitions)).toBe(1); // only what beforeAll wrote
+    expect(await redis.keys('msgs:store*')).toEqual([]);
+  });
+
+  it('names a key YAML reads as a number as the file writes it (0x10, not 16), in file order', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cronflock-apply-'));
+    const f = join(dir, 'keys.yaml');
+    writeFileSync(f, `schedules:\n  - name: hk\n    cron: "0 3 * * *"\n    job: {kind: module, path: ${join(ROOT, 'test/fixtures/modules/echo.mjs')}, params: {0x10: 1e400, 1.0: [.nan]}}\n`);
+    const r = cli('apply', '-f', f);
+    expect(r.status).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith(f));
+    expect(lines.map((l) => l.slice(f.length).replace(/^(:\d+:\d+: [^:]+):.*/, '$1'))).toEqual([
+      `:4:${lines[0]!.split(':')[2]}: schedules[0].job.params.0x10`,
+      `:4:${lines[1]!.split(':')[2]}: schedules[0].job.params.1.0[0]`,
+    ]);
+    expect(Number(lines[0]!.split(':')[2])).toBeLessThan(Number(lines[1]!.split(':')[2]));
   });
 });

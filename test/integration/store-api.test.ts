@@ -272,7 +272,7 @@ describe('cronflock apply -f and delete', () => {
     );
     const g = cli('apply', '-f', grouped);
     expect(g.status).toBe(2);
-    expect(g.stderr).toMatch(/grouped\.yaml:\d+: schedule "c-grouped": group/);
+    expect(g.stderr).toMatch(/grouped\.yaml:5:49: schedules\[1\]\.group: a stored schedule cannot use group:/);
     const owned = flock.writeSchedules(
       `schedules:\n  - {name: c-ok-1, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/a"}}\n  - {name: file-owned, cron: "0 1 * * *", job: {kind: http, url: "http://127.0.0.1:1/b"}}\n`,
       'owned.yaml',
@@ -418,7 +418,7 @@ describe('limits, content types and conditional requests (found by a user)', () 
     );
     const r = cli('apply', '-f', big);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/big\.yaml:\d+: schedule "a-big": .*65,536 bytes \(64 KiB\)/);
+    expect(r.stderr).toMatch(/big\.yaml:3:5: schedules\[1\]: .*65,536 bytes \(64 KiB\)/);
     expect(r.stderr).toContain('nothing was stored');
     expect(cli('list', '--prefix', 'a-', '--json').stdout.trim()).toBe('[]');
     const t = cli('tenants', 'set-limit', 'Bad_Tenant', '2');
