@@ -14,7 +14,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parse, parseDocument } from 'yaml';
 import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import { YAML_OPTIONS } from '../config/precheck.js';
@@ -68,12 +68,19 @@ async function checkInput(path: string): Promise<Checked[]> {
   const problems: string[] = [];
   for (const f of res.files) {
     // Read with the loader's options (merge keys `<<` merged, as the loader and replicas read the file), so what is
-    // stored is what the loader checked: without them `<<` would be stored as a key named "<<". The document's
-    // positions place each refusal at file:line:col of its field, as the loader's own errors are.
-    const lineCounter = new LineCounter();
-    const doc = parseDocument(await readFile(f.file, 'utf8'), { ...YAML_OPTIONS, lineCounter });
-    const data = doc.toJS({ maxAliasCount: 100 }) as { schedules?: unknown[] } | null;
-    const locator = new Locator(doc, (offset) => lineCounter.linePos(offset));
+    // stored is what the loader checked: without them `<<` would be stored as a key named "<<". A refusal is placed
+    // at file:line:col of its field, as the loader's own errors are, by a positioned document parsed only then
+    // (~2.7 KB a schedule: a clean file of 100,000 schedules does not pay for it).
+    const text = await readFile(f.file, 'utf8');
+    const data = parse(text, YAML_OPTIONS) as { schedules?: unknown[] } | null;
+    let positioned: Locator | undefined;
+    const locator = (): Locator => {
+      if (positioned === undefined) {
+        const lineCounter = new LineCounter();
+        positioned = new Locator(parseDocument(text, { ...YAML_OPTIONS, lineCounter }), (offset) => lineCounter.linePos(offset));
+      }
+      return positioned;
+    };
     const located: { line: number; col: number; text: string }[] = [];
     for (const [i, entry] of (data?.schedules ?? []).entries()) {
       const c = await checkDefinition(entry, { baseDir: dirname(resolve(f.file)), writing: true });
@@ -86,8 +93,8 @@ async function checkInput(path: string): Promise<Checked[]> {
           const path = ['schedules', i, ...segments];
           // The field inside the file's list (schedules[2].job.params.x), its keys as the file writes them (a key
           // YAML read as a number by its text); a field not in the data (a missing key) as the store names it.
-          const field = fieldPath(segments) === p.field ? locator.fieldName(path) : `schedules[${i}]${p.field === '' ? '' : p.field.startsWith('[') ? p.field : `.${p.field}`}`;
-          const pos = locator.position(path, false);
+          const field = fieldPath(segments) === p.field ? locator().fieldName(path) : `schedules[${i}]${p.field === '' ? '' : p.field.startsWith('[') ? p.field : `.${p.field}`}`;
+          const pos = locator().position(path, false);
           located.push({ ...pos, text: formatError({ file: f.file, ...pos, field, reason: p.reason, ...(p.hint !== undefined ? { hint: p.hint } : {}) }) });
         }
         continue;
