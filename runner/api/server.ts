@@ -20,7 +20,7 @@ import { INSTANT_FORMS, MAX_INSTANT_MS, parseInstant } from '../time/instant.js'
 import type { RedisProblem } from '../redis/explain.js';
 import type { Keyspace } from '../redis/keys.js';
 import { parseOccurrenceKey } from '../schedule/occurrence.js';
-import { AUDIT_API_SCAN, readAudit, scanAudit } from '../history/audit.js';
+import { AUDIT_API_SCAN, isAuditCursor, readAudit, scanAudit } from '../history/audit.js';
 import { isOutcomeUnknown, outcomeUnknownMessage, REDIS_OUTCOME_UNKNOWN } from './outcome-unknown.js';
 import { readHistoryMs } from '../history/config.js';
 import { readLogs } from '../history/logs.js';
@@ -349,6 +349,9 @@ export function createApp(d: ApiDeps): Hono<Env> {
 
   api.get('/audit', async (c) => {
     const q = parse(auditQuerySchema, c.req.query(), 'query');
+    if (q.cursor !== undefined && !isAuditCursor(q.cursor)) {
+      throw new ApiError(400, 'BAD_CURSOR', `query.cursor: ${JSON.stringify(q.cursor.slice(0, 40))} is not a cursor of the audit log; allowed: a page's \`next\` as it was given (e.g. 1764662400000-0), or no cursor for the newest page`, 'query.cursor');
+    }
     // One schedule's entries: scanned server-side (bounded) until a page of them, not a page of the log filtered.
     if (q.schedule !== undefined) return c.json(await scanAudit(d.redis, d.keys, { schedule: q.schedule, limit: q.limit, scanMax: AUDIT_API_SCAN, before: q.cursor }));
     return c.json(await readAudit(d.redis, d.keys, { limit: q.limit, before: q.cursor }));

@@ -81,9 +81,25 @@ export interface AuditPage {
   next: string | null;
 }
 
+/** The largest part of a Redis stream id (an unsigned 64-bit integer). */
+const STREAM_ID_PART_MAX = 18446744073709551615n;
+
+/**
+ * Whether `cursor` can be a page's `next` of the audit log: a Redis stream id `<ms>-<seq>` (each part an unsigned
+ * 64-bit integer) other than `0-0`, before which nothing can be. Anything else would reach Redis as a malformed
+ * range (`ERR Invalid stream ID`): callers refuse it as the caller's mistake instead.
+ */
+export function isAuditCursor(cursor: string): boolean {
+  const m = /^(\d{1,20})-(\d{1,20})$/.exec(cursor);
+  if (!m) return false;
+  const ms = BigInt(m[1]!);
+  const seq = BigInt(m[2]!);
+  return ms <= STREAM_ID_PART_MAX && seq <= STREAM_ID_PART_MAX && ms + seq > 0n;
+}
+
 /**
  * Entries newest first.
- * @param o.before only entries older than this id (a page's `next`).
+ * @param o.before only entries older than this id (a page's `next`; check it with {@link isAuditCursor}).
  * @param o.schedule only entries about this schedule (filtered while reading; pages may be shorter).
  */
 export async function readAudit(redis: RedisClient, keys: Keyspace, o: { limit: number; before?: string; schedule?: string }): Promise<AuditPage> {

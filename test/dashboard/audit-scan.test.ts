@@ -78,3 +78,24 @@ describe('GET /api/v1/audit?schedule=', () => {
     expect(third.items.map((e) => e.reason)).toEqual(['oldest']);
   });
 });
+
+describe('GET /api/v1/audit?cursor= that is not a page\'s next', () => {
+  it('answers 400 BAD_CURSOR naming query.cursor (not a 503 with Redis\'s error), with and without schedule=; a real next still pages', async () => {
+    const res = async (q: string) => {
+      const r = await fetch(new URL(`/api/v1/audit?${q}`, d.url));
+      return { status: r.status, body: (await r.json()) as { error?: { code: string; field?: string; message: string } } };
+    };
+    for (const cursor of ['zzz', '0-0', '-1', '-', '+', '99999999999999999999-0', '1-2-3', ' 1-0']) {
+      for (const q of [`cursor=${encodeURIComponent(cursor)}`, `schedule=deep&cursor=${encodeURIComponent(cursor)}`]) {
+        const r = await res(q);
+        expect(r.status, q).toBe(400);
+        expect(r.body.error).toMatchObject({ code: 'BAD_CURSOR', field: 'query.cursor' });
+        expect(r.body.error!.message).toMatch(/not a cursor of the audit log; allowed: a page's `next`/);
+      }
+    }
+    const page = await get('limit=2');
+    expect(page.next).not.toBeNull();
+    const r = await res(`limit=2&cursor=${encodeURIComponent(page.next!)}`);
+    expect(r.status).toBe(200);
+  });
+});
