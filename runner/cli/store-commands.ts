@@ -14,12 +14,13 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { LineCounter, parse, parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { redactDefinition } from '../../jobs/summary.js';
 import { loadSchedules, type CompiledSchedule } from '../config/load.js';
 import { YAML_OPTIONS } from '../config/precheck.js';
 import { fieldPath, fieldSegments, formatError } from '../config/errors.js';
 import { Locator } from '../config/yaml-position.js';
+import { maxAliasCountOf } from '../config/yaml-aliases.js';
 import type { RedisClient } from '../redis/connect.js';
 import { Keyspace } from '../redis/keys.js';
 import { checkDefinition } from '../store/definition.js';
@@ -72,7 +73,8 @@ async function checkInput(path: string): Promise<Checked[]> {
     // at file:line:col of its field, as the loader's own errors are, by a positioned document parsed only then
     // (~2.7 KB a schedule: a clean file of 100,000 schedules does not pay for it).
     const text = await readFile(f.file, 'utf8');
-    const data = parse(text, YAML_OPTIONS) as { schedules?: unknown[] } | null;
+    const parsed = parseDocument(text, YAML_OPTIONS);
+    const data = parsed.toJS({ maxAliasCount: maxAliasCountOf(parsed) }) as { schedules?: unknown[] } | null;
     let positioned: Locator | undefined;
     const locator = (): Locator => {
       if (positioned === undefined) {

@@ -25,6 +25,7 @@ import { compileCron } from '../schedule/cron.js';
 import { canonicalJson } from '../text/canonical-json.js';
 import { precheckFiles, workersAvailable } from './load-pool.js';
 import { FILE_DEPTH, firstTooDeep, isStackOverflow, PARSER_TOO_DEEP_REASON, TOO_DEEP_HINT, TOO_DEEP_REASON, tooDeepPath, yamlChildren } from './depth.js';
+import { aliasLimitProblem, isAliasLimitError, maxAliasCountOf } from './yaml-aliases.js';
 import { YAML_OPTIONS as PRECHECK_YAML_OPTIONS, type Precheck, type PrecheckedSchedule } from './precheck.js';
 
 export { MAX_SCHEDULE_FILE_BYTES };
@@ -514,11 +515,15 @@ async function checkText(text: string, file: string, baseDir: string, memo: Map<
   }
   let data: unknown;
   try {
-    data = doc.toJS({ maxAliasCount: 100 });
+    data = doc.toJS({ maxAliasCount: maxAliasCountOf(doc) });
   } catch (err) {
     // An alias can nest an anchor's value deeper than the document shows (the check above does not follow aliases).
-    const reason = isStackOverflow(err) ? PARSER_TOO_DEEP_REASON : (err as Error).message;
-    const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', reason, ...(isStackOverflow(err) ? { hint: TOO_DEEP_HINT } : {}), cause: err });
+    const problem = isStackOverflow(err)
+      ? { reason: PARSER_TOO_DEEP_REASON, hint: TOO_DEEP_HINT }
+      : isAliasLimitError(err)
+        ? aliasLimitProblem(maxAliasCountOf(doc))
+        : { reason: (err as Error).message };
+    const e = new ConfigError({ code: 'YAML_SYNTAX', file, line: 1, col: 1, field: '', ...problem, cause: err });
     return { schedules: [], errors: [e], names: [], calendars: noFileCalendars(file), warnings: [] };
   }
 

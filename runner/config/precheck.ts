@@ -15,6 +15,7 @@ import { MAX_SCHEDULE_FILE_BYTES } from './files.js';
 import { scheduleFileSchema, type ValidatedSchedule } from './schema.js';
 import { Locator, protoKeyErrors, type Path } from './yaml-position.js';
 import { FILE_DEPTH, firstTooDeep, yamlChildren } from './depth.js';
+import { maxAliasCountOf } from './yaml-aliases.js';
 
 /** The options every parse of a schedule file uses (the same as runner/config/load.ts). */
 // logLevel 'error': the yaml library's warnings (e.g. on a collection used as a key) are not printed to stderr:
@@ -73,7 +74,7 @@ export async function precheckFile(file: string): Promise<Precheck> {
   if (protoKeyErrors(doc, file, at).length > 0) return { clean: false };
   let data: unknown;
   try {
-    data = doc.toJS({ maxAliasCount: 100 });
+    data = doc.toJS({ maxAliasCount: maxAliasCountOf(doc) });
   } catch {
     return { clean: false };
   }
