@@ -45,7 +45,9 @@ export type ConfigErrorCode =
   | 'CALENDAR_INVALID'
   | 'CALENDAR_NEVER_RUNS'
   | 'GROUP_UNKNOWN'
-  | 'GROUP_CONFLICT';
+  | 'GROUP_CONFLICT'
+  /** A value JSON cannot carry (±Infinity from `1e400`, a `!!set`, `!!omap`, `!!binary` or `!!timestamp` value). */
+  | 'NOT_JSON';
 
 /** Fields of a {@link ConfigError}. */
 export interface ConfigErrorInit {

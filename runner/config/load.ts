@@ -10,7 +10,8 @@ import type { DueTimes } from '../schedule/cron.js';
 import type { HeartbeatConfig, NotifyConfig, SigningConfig } from '../notify/config.js';
 import type { ScheduleWindows } from '../engine/windows.js';
 import { readBounded } from './read-bounded.js';
-import { ConfigError, fieldPath } from './errors.js';
+import { ConfigError, fieldPath, fieldSegments } from './errors.js';
+import { nonJsonValues } from './json-values.js';
 import { cleanupNotifyAlias } from '../notify/config.js';
 import { attachWindows, neverRunErrors, noFileCalendars, readFileCalendars, resolveFlockCalendars, type FileCalendars } from './calendars.js';
 import type { BlackoutEntry, ScheduleCalendarRef } from './calendars-schema.js';
@@ -573,6 +574,17 @@ async function checkData(data: unknown, ctx: DataContext): Promise<CheckedText> 
   const parsed = scheduleFileSchema.safeParse(data);
   const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap((i) => issueProblems(i, data, ctx.positions(), file));
 
+  // Values JSON cannot carry, which would reach a job changed (1e400 as null, a !!set as {}): refused, as the store
+  // refuses them (store/definition.ts nonJsonValues), here with the file's words.
+  // Where the schema already refused the value (name: 1e400 is not text), its own words say more.
+  const refused = new Set(problems.map((p) => fieldPath(p.path)));
+  for (const [i, item] of items.entries()) {
+    for (const p of nonJsonValues(item)) {
+      const path: Path = ['schedules', i, ...fieldSegments(item, p.field)];
+      if (!refused.has(fieldPath(path))) problems.push({ code: 'NOT_JSON', path, reason: p.reason, hint: fileNonJsonHint(p.reason) });
+    }
+  }
+
   // Each job kind's load-time compile, for every job block that is valid on its own (compile.ts).
   const compiledJobs = await compileJobs(items, parsed.success ? parsed.data.schedules : undefined, problems, baseDir, memo);
 
@@ -597,6 +609,12 @@ async function checkData(data: unknown, ctx: DataContext): Promise<CheckedText> 
     ];
   });
   return { schedules, errors: [], names, warnings, calendars: fileCalendars.calendars };
+}
+
+/** What to write instead of a value JSON cannot carry, in a schedule file's terms (`reason`: nonJsonValues's). */
+function fileNonJsonHint(reason: string): string {
+  if (/^is (-?Infinity|NaN)\b/.test(reason)) return 'use a finite number, or null (JavaScript reads a number this large as Infinity)';
+  return 'write plain data: a number, text, a list or a map (YAML tags such as !!set, !!omap, !!pairs, !!binary and !!timestamp make values that JSON cannot store; quote a time as text)';
 }
 
 /** A problem as a ConfigError at the position of its path. */

@@ -16,6 +16,7 @@ import { scheduleFileSchema, type ValidatedSchedule } from './schema.js';
 import { Locator, protoKeyErrors, type Path } from './yaml-position.js';
 import { FILE_DEPTH, firstTooDeep, yamlChildren } from './depth.js';
 import { maxAliasCountOf } from './yaml-aliases.js';
+import { nonJsonValues } from './json-values.js';
 
 /** The options every parse of a schedule file uses (the same as runner/config/load.ts). */
 // logLevel 'error': the yaml library's warnings (e.g. on a collection used as a key) are not printed to stderr:
@@ -86,7 +87,8 @@ export async function precheckFile(file: string): Promise<Precheck> {
   for (const [i, item] of items.entries()) {
     const it = item as { calendar?: unknown; blackouts?: unknown; job?: unknown } | null;
     // Calendars (resolved across files) and deprecated input take the in-process path.
-    if (it === null || typeof it !== 'object' || it.calendar !== undefined || it.blackouts !== undefined || cleanupNotifyAlias(it.job)) {
+    // So does a value JSON cannot carry (refused there with its position: load.ts checkData).
+    if (it === null || typeof it !== 'object' || it.calendar !== undefined || it.blackouts !== undefined || cleanupNotifyAlias(it.job) || nonJsonValues(it).length > 0) {
       return { clean: false };
     }
     const entry = located.position(['schedules', i], false);

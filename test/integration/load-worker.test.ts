@@ -108,6 +108,18 @@ describe('loader processes (the pre-check of large loads)', () => {
     expect(withWorkers.files.find((f) => f.file.endsWith('a-good.yaml'))).toMatchObject({ ok: false });
   }, 120_000);
 
+  it('refuses a value JSON cannot carry (1e400) in a file loaded through the loader processes, at its position, as in-process', async () => {
+    const entry = (name: string, value: string): string => `  - name: ${name}\n    cron: "0 3 * * *"\n    job:\n      kind: http\n      url: "http://127.0.0.1:9/x"\n      params:\n        v: ${value}\n`;
+    const filler = Array.from({ length: 9_000 }, (_, i) => entry(`f-${i}`, `"${'x'.repeat(40)}"`)).join('');
+    const dir = dirWith({ 'big.yaml': `schedules:\n${filler}${entry('late', '1e400')}` });
+    const viaWorkers = await loadSchedules(dir, { workers: 1 });
+    const inProcess = await loadSchedules(dir, { workers: 0 });
+    for (const r of [viaWorkers, inProcess]) {
+      expect(r.schedules).toEqual([]);
+      expect(r.errors.map((e) => [e.code, e.field, e.line])).toEqual([['NOT_JSON', 'schedules[9000].job.params.v', 9_000 * 7 + 8]]);
+    }
+  }, 120_000);
+
   it('pre-checks in another process, not a thread of this one (V8 keeps a terminated worker\'s heap pages resident)', async () => {
     const dir = dirWith({ 'a.yaml': `schedules:\n  - name: a\n    cron: "* * * * *"\n${http(0)}` });
     const workerUrl = new URL('../fixtures/load-worker/pid.mjs', import.meta.url);
