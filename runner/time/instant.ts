@@ -31,7 +31,23 @@ export function parseInstant(text: string, opts: { ms?: boolean } = {}): number 
     const n = Number(v);
     return n <= MAX_INSTANT_MS ? n : undefined;
   }
-  if (!ISO_TIME.test(v)) return undefined;
+  if (!ISO_TIME.test(v) || !isCalendarTime(v)) return undefined;
   const n = Date.parse(v.replace(',', '.'));
   return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * Whether the date and time fields of an {@link ISO_TIME} text name a real day and time of the (proleptic)
+ * Gregorian calendar: `Date.parse` rolls an impossible day over (2026-02-30 is read as March 2, found by a user),
+ * which would silently shift a backfill's or a query's range. Hours 00–23, minutes and seconds 00–59.
+ */
+function isCalendarTime(v: string): boolean {
+  const m = /^([+-]?\d{4,6})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/i.exec(v);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  if (day > days) return false;
+  return m[4] === undefined || (Number(m[4]) <= 23 && Number(m[5]) <= 59 && (m[6] === undefined || Number(m[6]) <= 59));
 }
