@@ -111,6 +111,11 @@ function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefine
       'header.If-Match',
     );
   }
+  // This API's ETags are a version's digits without leading zeros: "02" is no tag it sent, and strong comparison
+  // (RFC 9110 §8.8.3.2) compares the opaque tags character by character, so it matches no version.
+  if (/^0\d/.test(m[1]!)) {
+    throw new ApiError(412, 'VERSION_CONFLICT', `header.If-Match: "${m[1]}" is not an ETag of this API (a version's digits, e.g. "${Number(m[1])}"), so it matches no version (RFC 9110 compares entity tags strongly); send the ETag as this API gave it`, 'header.If-Match');
+  }
   const version = Number(m[1]);
   // Versions start at 1: no ETag of this API is "0", and the store reads version 0 as "create only", which is
   // If-None-Match: *'s condition, not this header's: a 412 would then name the other header.
@@ -118,7 +123,7 @@ function ifVersionOf(ifMatch: string | undefined, ifNoneMatch: string | undefine
     throw new ApiError(
       400,
       'BAD_PARAMETER',
-      'header.If-Match: "0" is not a version (versions start at 1); allowed: the schedule\'s ETag as this API sent it (e.g. "7"), or * for "only if it exists"; to create only, send If-None-Match: * instead',
+      `header.If-Match: "0" is not a version (versions start at 1); allowed: the schedule's ETag as this API sent it (e.g. "7"), or * for "only if it exists"${noneMatch ? '; to create only, send If-None-Match: * instead' : ''}`,
       'header.If-Match',
     );
   }

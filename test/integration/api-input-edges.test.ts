@@ -69,7 +69,25 @@ describe('If-Match: "0"', () => {
     const del = await call('DELETE', '/api/v1/schedules/ie-one', undefined, { ...op, 'if-match': '0' });
     expect(del.status).toBe(400);
     expect(del.body.error.field).toBe('header.If-Match');
+    // A DELETE takes no If-None-Match: its hint does not offer one.
+    expect(del.body.error.message).not.toContain('If-None-Match');
     expect((await lib.schedules.get('ie-one'))?.definition.cron).toBe('0 3 * * *');
+  });
+
+  it('a tag with a leading zero ("01") is no ETag of this API: it matches no version (412, strong comparison), nothing written', async () => {
+    const first = await call('PUT', '/api/v1/schedules/ie-zero', def, op);
+    expect(first.status).toBe(200);
+    expect(first.body.version).toBeGreaterThan(0);
+    const v = String(first.body.version);
+    for (const method of ['PUT', 'DELETE'] as const) {
+      const r = await call(method, '/api/v1/schedules/ie-zero', method === 'PUT' ? { ...def, cron: '0 5 * * *' } : undefined, { ...op, 'if-match': `"0${v}"` });
+      expect(r.status, JSON.stringify(r.body)).toBe(412);
+      expect(r.body.error).toMatchObject({ code: 'VERSION_CONFLICT', field: 'header.If-Match' });
+      expect(r.body.error.message).toContain(`"0${v}" is not an ETag of this API`);
+    }
+    expect((await lib.schedules.get('ie-zero'))?.definition.cron).toBe('0 3 * * *');
+    // The tag as given still matches.
+    expect((await call('PUT', '/api/v1/schedules/ie-zero', { ...def, cron: '0 5 * * *' }, { ...op, 'if-match': `"${v}"` })).status).toBe(200);
   });
 
   it('a 412 names the header that was sent: If-Match: * on a schedule not stored, If-None-Match: * on a stored one', async () => {
