@@ -17,7 +17,7 @@
  */
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { fieldPath } from '../config/errors.js';
-import { CHANGED_NUMBER_REASON, numberLiteralChanged } from '../config/number-literal.js';
+import { changedNumberReason, numberLiteralChanged } from '../config/number-literal.js';
 import { MAX_DEFINITION_DEPTH } from '../config/depth.js';
 
 /**
@@ -97,6 +97,8 @@ export interface UnsafeInteger {
   path: (string | number)[];
   line: number;
   col: number;
+  /** The value it would read as (0 for a literal nearer to 0 than a double can be). */
+  value: number;
 }
 
 /** What {@link jsonBodyProblems} finds, each list in the order of the text. */
@@ -133,7 +135,7 @@ export function jsonBodyProblems(text: string): JsonBodyProblems {
     if (isScalar(node)) {
       const source = text.slice(node.range?.[0] ?? 0, node.range?.[1] ?? 0);
       if (typeof node.value === 'number' && numberLiteralChanged(source, node.value)) {
-        unsafeIntegers.push({ path: [...path], ...lc.linePos(node.range?.[0] ?? 0) });
+        unsafeIntegers.push({ path: [...path], ...lc.linePos(node.range?.[0] ?? 0), value: node.value });
       }
     } else if (isMap(node)) {
       const seen = new Map<string, Node>();
@@ -190,8 +192,8 @@ export function duplicateKeyMessage(d: DuplicateKey): string {
 export function unsafeIntegerProblem(u: UnsafeInteger): { field: string; reason: string; hint: string } {
   return {
     field: fieldPath(['body', ...u.path]),
-    reason: `at line ${u.line}:${u.col} of the body, ${CHANGED_NUMBER_REASON}`,
-    hint: 'send it as a JSON string ("…" around the digits) to keep every digit',
+    reason: `at line ${u.line}:${u.col} of the body, ${changedNumberReason(u.value)}`,
+    hint: u.value === 0 ? 'send 0 if that is what you mean, or a JSON string ("…") to keep it as text' : 'send it as a JSON string ("…" around the digits) to keep every digit',
   };
 }
 

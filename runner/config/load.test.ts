@@ -200,6 +200,15 @@ describe('parseScheduleText: refusals name file, line, col and field', () => {
     expect(r.errors.map((e) => e.format()).join('\n')).not.toContain('Infinity');
   });
 
+  it('refuses a number nearer to 0 than JavaScript keeps (1e-400 would be stored as 0), keeps 0.0 and the least double (a user\'s break-it run)', async () => {
+    const r = await parseScheduleText(`schedules:\n  - name: tiny\n    cron: "* * * * *"\n    job: {kind: handler, handler: h, params: {tiny: 1e-400, zero: 0.0, least: 5e-324}}\n`, 'test.yaml');
+    expect(r.errors.map((e) => e.format())).toEqual([
+      'test.yaml:4:53: schedules[0].job.params.tiny: this number is nearer to 0 than a JavaScript number can be: it would be stored as 0\n  hint: write 0 if that is what you mean, or quote it ("…") to keep it as text',
+    ]);
+    const ok = await parseScheduleText(`schedules:\n  - name: tiny\n    cron: "* * * * *"\n    job: {kind: handler, handler: h, params: {zero: 0.0, least: 5e-324}}\n`, 'test.yaml');
+    expect(ok.errors).toEqual([]);
+  });
+
   it('refuses a number where text is expected with the hint to quote it (cron: 5, name: 123)', async () => {
     const r = await parseScheduleText(`schedules:\n  - name: 123\n    cron: 5\n    job: ${HTTP_JOB}\n`, 'test.yaml');
     expect(r.errors).toHaveLength(2);

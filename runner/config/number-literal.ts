@@ -7,6 +7,7 @@
  * - a decimal or exponent literal (`12345678901234567890.0`, `1.2345678901234567890e19`): when its significant
  *   digits differ from those of the double it becomes (`12345678901234567000`); `1e20` or `6.02e23` read back as
  *   written and are kept, as floats are.
+ * And a literal nearer to 0 than a double can be (`1e-400`), which would read as 0.
  * Non-finite values (`1e400`, `.inf`) are the schema's to refuse (they are not numbers a job can use).
  */
 
@@ -26,6 +27,8 @@ function significantDigits(text: string): string {
  * the literal as written; anything that is not a number literal (a quoted string, `.nan`) is never refused here.
  */
 export function numberLiteralChanged(source: string, value: number): boolean {
+  // Nearer to 0 than a double can be (1e-400): read as 0, which the literal is not.
+  if (value === 0) return FLOAT_LITERAL.test(source) && significantDigits(source) !== '';
   if (!Number.isFinite(value) || Number.isSafeInteger(value) || Math.abs(value) <= Number.MAX_SAFE_INTEGER) return false;
   if (INT_LITERAL.test(source)) return true;
   if (!FLOAT_LITERAL.test(source)) return false;
@@ -34,3 +37,11 @@ export function numberLiteralChanged(source: string, value: number): boolean {
 
 /** The reason given for a refused literal (the value is not shown: it may be a secret; its position finds it). */
 export const CHANGED_NUMBER_REASON = `this number is outside ±${Number.MAX_SAFE_INTEGER} (2^53−1) and has more digits than a JavaScript number keeps: it would be stored as another number`;
+
+/** The reason given for a literal that would read as 0 (`1e-400`). */
+export const UNDERFLOW_NUMBER_REASON = 'this number is nearer to 0 than a JavaScript number can be: it would be stored as 0';
+
+/** The reason for a refused literal whose parsed value is `value` ({@link numberLiteralChanged}). */
+export function changedNumberReason(value: number): string {
+  return value === 0 ? UNDERFLOW_NUMBER_REASON : CHANGED_NUMBER_REASON;
+}

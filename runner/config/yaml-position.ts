@@ -18,7 +18,7 @@ import {
   type YAMLMap,
 } from 'yaml';
 import { ConfigError, fieldPath } from './errors.js';
-import { CHANGED_NUMBER_REASON, numberLiteralChanged } from './number-literal.js';
+import { changedNumberReason, numberLiteralChanged } from './number-literal.js';
 import { unclosedMessage, unclosedOpenings } from './yaml-unclosed.js';
 import { yamlMessage } from './yaml-messages.js';
 import type { Positions } from './data-positions.js';
@@ -59,8 +59,11 @@ export function protoKeyErrors(doc: Document, file: string, at: (offset: number)
           ...pos,
           field: fieldPath(path),
           // Not shown: a value may be a secret in the wrong place (a params value is the job's data); the position finds it.
-          reason: CHANGED_NUMBER_REASON,
-          hint: 'quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
+          reason: changedNumberReason(node.value),
+          hint:
+            node.value === 0
+              ? 'write 0 if that is what you mean, or quote it ("…") to keep it as text'
+              : 'quote it ("…" around the digits) to keep every digit as text, and read it as text (or BigInt) in the job',
         }),
       );
     },
