@@ -345,6 +345,8 @@ export async function checkScheduleData(data: unknown, fileName: string, opts: {
     entryAt: items.map(() => ({ line: 0, col: 0 })),
     names,
     protoErrors,
+    // Its one caller, the store (store/definition.ts checkDefinitionBy), refused values JSON cannot carry already.
+    jsonValuesChecked: true,
   });
   return oneFileResult(checked, fileName);
 }
@@ -556,6 +558,8 @@ interface DataContext {
   names: NameDefinition[];
   /** The refusals of `__proto__` keys, found by the text step (a strict map's "unknown key" for them is left out). */
   protoErrors: ConfigError[];
+  /** The caller walked the data for values JSON cannot carry already (stored definitions): not walked again. */
+  jsonValuesChecked?: boolean;
 }
 
 /**
@@ -578,10 +582,12 @@ async function checkData(data: unknown, ctx: DataContext): Promise<CheckedText> 
   // refuses them (store/definition.ts nonJsonValues), here with the file's words.
   // Where the schema already refused the value (name: 1e400 is not text), its own words say more.
   const refused = new Set(problems.map((p) => fieldPath(p.path)));
-  for (const [i, item] of items.entries()) {
-    for (const p of nonJsonValues(item)) {
-      const path: Path = ['schedules', i, ...fieldSegments(item, p.field)];
-      if (!refused.has(fieldPath(path))) problems.push({ code: 'NOT_JSON', path, reason: p.reason, hint: fileNonJsonHint(p.reason) });
+  if (!ctx.jsonValuesChecked) {
+    for (const [i, item] of items.entries()) {
+      for (const p of nonJsonValues(item)) {
+        const path: Path = ['schedules', i, ...fieldSegments(item, p.field)];
+        if (!refused.has(fieldPath(path))) problems.push({ code: 'NOT_JSON', path, reason: p.reason, hint: fileNonJsonHint(p.reason) });
+      }
     }
   }
 

@@ -398,7 +398,7 @@ export class Definitions {
       // loading, must not make every other replica re-publish every definition it published), and a bounded
       // number per refresh.
       if (w.hash !== s.definitionHash) candidates.push(s);
-      else if (nowMs - this.missingSince.get(w.replica)! >= (s.source.file === STORE_SOURCE_FILE ? this.storedOrphanGraceMs : this.orphanGraceMs)) {
+      else if (nowMs - this.missingSince.get(w.replica)! >= (isStoredSource(s.source.file) ? this.storedOrphanGraceMs : this.orphanGraceMs)) {
         if (at++ < first) {
           if (before.length < limit) before.push(s);
         } else if (renames < limit) {
